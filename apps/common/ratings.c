@@ -1,0 +1,651 @@
+#define _GNU_SOURCE
+#include "strata/ratings.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "strata/core.h"
+
+/* ---- id map ------------------------------------------------------------ */
+
+/* Slots hold dense index + 1 (0 = empty) and keys are read back from the
+ * dense array, so a slot costs 4 bytes and the table can stay half empty
+ * without much memory. */
+struct strata_idmap {
+  uint32_t *slots;
+  unsigned bits; /* table size is 1 << bits */
+  int64_t *ids;
+  uint32_t n, cap;
+};
+
+#define IDMAP_MIN_BITS 10
+/* Dense indices stop below STRATA_ID_UNSEEN so the sentinel stays unambiguous. */
+#define IDMAP_MAX_SIZE (UINT32_MAX - 1)
+
+static inline size_t idmap_hash(int64_t id, unsigned bits) {
+  /* Fibonacci hashing: the top bits of the product mix every input bit, so
+   * sequential ids and ids sharing low bits both spread well. */
+  return (size_t)(((uint64_t)id * 0x9E3779B97F4A7C15ULL) >> (64 - bits));
+}
+
+strata_idmap *strata_idmap_create(void) {
+  strata_idmap *m = strata_calloc(1, sizeof *m);
+  if (!m) return NULL;
+  m->bits = IDMAP_MIN_BITS;
+  m->slots = strata_calloc((size_t)1 << m->bits, sizeof *m->slots);
+  m->cap = 1u << (IDMAP_MIN_BITS - 1);
+  m->ids = strata_malloc(m->cap * sizeof *m->ids);
+  if (!m->slots || !m->ids) {
+    strata_idmap_free(m);
+    return NULL;
+  }
+  return m;
+}
+
+void strata_idmap_free(strata_idmap *m) {
+  if (!m) return;
+  strata_free(m->slots);
+  strata_free(m->ids);
+  strata_free(m);
+}
+
+static size_t idmap_probe(const strata_idmap *m, int64_t id) {
+  size_t mask = ((size_t)1 << m->bits) - 1;
+  size_t h = idmap_hash(id, m->bits);
+  for (;;) {
+    uint32_t s = m->slots[h];
+    if (s == 0 || m->ids[s - 1] == id) return h;
+    h = (h + 1) & mask;
+  }
+}
+
+static int idmap_grow_table(strata_idmap *m) {
+  unsigned bits = m->bits + 1;
+  uint32_t *slots = strata_calloc((size_t)1 << bits, sizeof *slots);
+  if (!slots) return STRATA_ENOMEM;
+  size_t mask = ((size_t)1 << bits) - 1;
+  for (uint32_t i = 0; i < m->n; i++) {
+    size_t h = idmap_hash(m->ids[i], bits);
+    while (slots[h]) h = (h + 1) & mask;
+    slots[h] = i + 1;
+  }
+  strata_free(m->slots);
+  m->slots = slots;
+  m->bits = bits;
+  return 0;
+}
+
+int strata_idmap_insert(strata_idmap *m, int64_t id, uint32_t *index) {
+  size_t h = idmap_probe(m, id);
+  if (m->slots[h]) {
+    *index = m->slots[h] - 1;
+    return 0;
+  }
+  if (m->n >= IDMAP_MAX_SIZE)
+    return strata_err_set(STRATA_ENOMEM, "id map full: more than %u distinct ids",
+                          (unsigned)IDMAP_MAX_SIZE);
+  if (m->n == m->cap) {
+    uint32_t cap = m->cap > IDMAP_MAX_SIZE / 2 ? IDMAP_MAX_SIZE : m->cap * 2;
+    int64_t *ids = strata_realloc(m->ids, (size_t)cap * sizeof *ids);
+    if (!ids) return strata_err_set(STRATA_ENOMEM, "id map: out of memory");
+    m->ids = ids;
+    m->cap = cap;
+  }
+  /* Keep the load at or below one half so probe runs stay short. */
+  if ((size_t)(m->n + 1) * 2 > ((size_t)1 << m->bits)) {
+    if (idmap_grow_table(m) != 0) return strata_err_set(STRATA_ENOMEM, "id map: out of memory");
+    h = idmap_probe(m, id);
+  }
+  m->ids[m->n] = id;
+  m->slots[h] = m->n + 1;
+  *index = m->n++;
+  return 0;
+}
+
+uint32_t strata_idmap_find(const strata_idmap *m, int64_t id) {
+  uint32_t s = m->slots[idmap_probe(m, id)];
+  return s ? s - 1 : STRATA_ID_UNSEEN;
+}
+
+uint32_t strata_idmap_size(const strata_idmap *m) { return m ? m->n : 0; }
+
+int64_t strata_idmap_id(const strata_idmap *m, uint32_t i) { return i < m->n ? m->ids[i] : -1; }
+
+/* ---- formats and rating sets ------------------------------------------ */
+
+static const char *const format_names[] = {"auto", "tsv", "dat", "csv", "libmf", "mm"};
+#define N_FORMATS (sizeof format_names / sizeof format_names[0])
+
+int strata_format_parse(const char *name, strata_format *out) {
+  for (size_t i = 0; i < N_FORMATS; i++) {
+    if (strcmp(name, format_names[i]) == 0) {
+      *out = (strata_format)i;
+      return 0;
+    }
+  }
+  return strata_err_set(STRATA_EUSAGE,
+                        "unknown rating format '%s' (expected auto, tsv, dat, csv, libmf or mm)",
+                        name);
+}
+
+const char *strata_format_name(strata_format f) {
+  return (unsigned)f < N_FORMATS ? format_names[f] : "unknown";
+}
+
+void strata_ratings_close(strata_ratings *rs) {
+  if (!rs) return;
+  strata_free(rs->r);
+  strata_idmap_free(rs->users);
+  strata_idmap_free(rs->items);
+  memset(rs, 0, sizeof *rs);
+}
+
+int strata_ratings_push(strata_ratings *rs, uint32_t user, uint32_t item, float value) {
+  if (rs->n == rs->cap) {
+    size_t cap = rs->cap ? rs->cap * 2 : 1024;
+    if (cap > SIZE_MAX / sizeof *rs->r)
+      return strata_err_set(STRATA_ENOMEM, "rating set: too many ratings");
+    strata_rating *r = strata_realloc(rs->r, cap * sizeof *r);
+    if (!r) return strata_err_set(STRATA_ENOMEM, "rating set: out of memory growing to %zu", cap);
+    rs->r = r;
+    rs->cap = cap;
+  }
+  rs->r[rs->n++] = (strata_rating){user, item, value};
+  return 0;
+}
+
+/* ---- number scanning --------------------------------------------------- */
+
+enum { NUM_OK = 0, NUM_BAD = 1, NUM_OVERFLOW = 2 };
+
+/* The whole of [p, e) must be one decimal integer; no NUL terminator needed,
+ * which lets fields be parsed in place inside the read buffer. */
+static int scan_i64(const char *p, const char *e, int64_t *out) {
+  int neg = 0;
+  if (p < e && (*p == '+' || *p == '-')) neg = *p++ == '-';
+  if (p == e) return NUM_BAD;
+  uint64_t v = 0;
+  int overflow = 0;
+  for (; p < e; p++) {
+    unsigned d = (unsigned)(*p - '0');
+    if (d > 9) return NUM_BAD;
+    if (v > (UINT64_MAX - d) / 10) overflow = 1;
+    v = v * 10 + d;
+  }
+  if (overflow || v > (uint64_t)INT64_MAX + (uint64_t)neg) return NUM_OVERFLOW;
+  *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+  return NUM_OK;
+}
+
+static const double pow10_exact[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                     1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                     1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* Plain decimals ("4", "3.5", "-0.25") take the fast path: with at most 15
+ * significant digits the mantissa and the power of ten are both exact
+ * doubles, so one IEEE division gives the correctly rounded result strtod
+ * would. Anything else (exponents, nan, inf, long mantissas) goes to strtod
+ * on a NUL-terminated copy. */
+static int scan_f64(const char *p, const char *e, double *out) {
+  const char *s = p;
+  int neg = 0;
+  if (s < e && (*s == '+' || *s == '-')) neg = *s++ == '-';
+  uint64_t mant = 0;
+  int digits = 0, frac = 0, any = 0;
+  while (s < e && (unsigned)(*s - '0') <= 9) {
+    mant = mant * 10 + (unsigned)(*s++ - '0');
+    if (mant) digits++;
+    any = 1;
+  }
+  if (s < e && *s == '.') {
+    s++;
+    while (s < e && (unsigned)(*s - '0') <= 9) {
+      mant = mant * 10 + (unsigned)(*s++ - '0');
+      if (mant) digits++;
+      frac++;
+      any = 1;
+    }
+  }
+  if (s == e && any && digits <= 15 && frac <= 22) {
+    double v = (double)mant / pow10_exact[frac];
+    *out = neg ? -v : v;
+    return NUM_OK;
+  }
+  char tmp[128];
+  size_t n = (size_t)(e - p);
+  if (n == 0 || n >= sizeof tmp) return NUM_BAD;
+  memcpy(tmp, p, n);
+  tmp[n] = '\0';
+  /* strtod skips leading white space, which would hide garbage such as a
+   * stray CR inside the line. */
+  if (isspace((unsigned char)tmp[0])) return NUM_BAD;
+  char *end;
+  *out = strtod(tmp, &end);
+  return end == tmp + n ? NUM_OK : NUM_BAD;
+}
+
+/* ---- line reader ------------------------------------------------------- */
+
+#define READ_CHUNK ((size_t)1 << 20)
+
+typedef struct {
+  FILE *f;
+  const char *path;
+  char *buf;
+  size_t cap, beg, end; /* unread bytes are buf[beg, end) */
+  int eof;
+  size_t lineno;
+} line_reader;
+
+/* 1 with the next line (without LF or CR LF), 0 at end of file, or an error.
+ * The line stays valid until the next call. */
+static int next_line(line_reader *rd, const char **line, size_t *len) {
+  for (;;) {
+    char *s = rd->buf + rd->beg;
+    size_t avail = rd->end - rd->beg;
+    char *nl = avail ? memchr(s, '\n', avail) : NULL;
+    if (nl || (rd->eof && avail)) {
+      size_t n = nl ? (size_t)(nl - s) : avail;
+      rd->beg += nl ? n + 1 : n;
+      if (n && s[n - 1] == '\r') n--;
+      rd->lineno++;
+      *line = s;
+      *len = n;
+      return 1;
+    }
+    if (rd->eof) return 0;
+    if (rd->beg) {
+      memmove(rd->buf, s, avail);
+      rd->beg = 0;
+      rd->end = avail;
+    }
+    if (rd->end == rd->cap) {
+      /* A line longer than the buffer: keep all of it. */
+      char *b = strata_realloc(rd->buf, rd->cap * 2);
+      if (!b)
+        return strata_err_set(STRATA_ENOMEM, "%s:%zu: out of memory for a %zu-byte line",
+                              rd->path, rd->lineno + 1, rd->cap);
+      rd->buf = b;
+      rd->cap *= 2;
+    }
+    size_t got = fread(rd->buf + rd->end, 1, rd->cap - rd->end, rd->f);
+    rd->end += got;
+    if (got == 0) {
+      if (ferror(rd->f))
+        return strata_err_set(STRATA_EIO, "%s:%zu: read error: %s", rd->path, rd->lineno + 1,
+                              strerror(errno));
+      rd->eof = 1;
+    }
+  }
+}
+
+/* ---- per-format line parsing ------------------------------------------ */
+
+typedef struct {
+  const char *p, *e;
+} field;
+
+/* Up to MAX_FIELDS are kept; the count keeps going so messages say how many
+ * the line really had. */
+#define MAX_FIELDS 4
+
+static inline int is_blank_char(char c) { return c == ' ' || c == '\t'; }
+
+static int split_ws(const char *s, const char *e, field *f) {
+  int n = 0;
+  for (;;) {
+    while (s < e && is_blank_char(*s)) s++;
+    if (s == e) return n;
+    const char *b = s;
+    while (s < e && !is_blank_char(*s)) s++;
+    if (n < MAX_FIELDS) f[n] = (field){b, s};
+    n++;
+  }
+}
+
+/* Fields separated by sep (1 or 2 chars), each trimmed of blanks. */
+static int split_sep(const char *s, const char *e, const char *sep, size_t seplen, field *f) {
+  int n = 0;
+  for (;;) {
+    const char *b = s;
+    const char *x = s;
+    while (x < e && !(*x == sep[0] && (seplen == 1 || (x + 1 < e && x[1] == sep[1])))) x++;
+    const char *fe = x;
+    while (b < fe && is_blank_char(*b)) b++;
+    while (fe > b && is_blank_char(fe[-1])) fe--;
+    if (n < MAX_FIELDS) f[n] = (field){b, fe};
+    n++;
+    if (x == e) return n;
+    s = x + seplen;
+  }
+}
+
+static int is_blank_line(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!is_blank_char(s[i])) return 0;
+  return 1;
+}
+
+static int has_prefix(const char *s, size_t n, const char *pre) {
+  size_t k = strlen(pre);
+  return n >= k && memcmp(s, pre, k) == 0;
+}
+
+typedef struct {
+  const char *path;
+  strata_format fmt;
+  strata_ratings *rs;
+  strata_idmap *umap, *imap;             /* insert into these (training) */
+  const strata_idmap *ufind, *ifind;     /* or look up in these (test) */
+  int64_t last_uid;                      /* files are often grouped by user */
+  uint32_t last_uidx;
+  int have_last;
+  int csv_header_checked;
+  /* Matrix Market state */
+  int mm_state; /* 0 want header, 1 want size line, 2 entries */
+  int64_t mm_rows, mm_cols, mm_nnz, mm_seen;
+} read_ctx;
+
+/* Shown text of a field in messages, cut so one bad line cannot flood them. */
+#define FIELD_SHOW 40
+
+static int bad_id(const read_ctx *c, size_t line, const char *what, field f, int why) {
+  int len = (int)(f.e - f.p);
+  if (why == NUM_OVERFLOW)
+    return strata_err_set(STRATA_ERANGE, "%s:%zu: %s '%.*s' does not fit in 64 bits", c->path,
+                          line, what, len > FIELD_SHOW ? FIELD_SHOW : len, f.p);
+  return strata_err_set(STRATA_EPARSE, "%s:%zu: %s '%.*s' is not an integer", c->path, line,
+                        what, len > FIELD_SHOW ? FIELD_SHOW : len, f.p);
+}
+
+static int scan_id(const read_ctx *c, size_t line, const char *what, field f, int64_t *id) {
+  int why = scan_i64(f.p, f.e, id);
+  if (why != NUM_OK) return bad_id(c, line, what, f, why);
+  if (*id < 0)
+    return strata_err_set(STRATA_ERANGE, "%s:%zu: negative %s %lld", c->path, line, what,
+                          (long long)*id);
+  return 0;
+}
+
+static int scan_value(const read_ctx *c, size_t line, const char *what, field f, float *value) {
+  double v;
+  int len = (int)(f.e - f.p);
+  if (scan_f64(f.p, f.e, &v) != NUM_OK)
+    return strata_err_set(STRATA_EPARSE, "%s:%zu: %s '%.*s' is not a number", c->path, line,
+                          what, len > FIELD_SHOW ? FIELD_SHOW : len, f.p);
+  /* Finite as a double can still overflow the stored float. */
+  if (!isfinite((float)v))
+    return strata_err_set(STRATA_ERANGE, "%s:%zu: %s '%.*s' is not a finite float", c->path,
+                          line, what, len > FIELD_SHOW ? FIELD_SHOW : len, f.p);
+  *value = (float)v;
+  return 0;
+}
+
+/* Prefixes the message a callee left with the file and line. The copy is
+ * needed because the message buffer is also strata_err_set's destination. */
+static int with_line(const read_ctx *c, size_t line, int rc) {
+  char msg[256];
+  snprintf(msg, sizeof msg, "%s", strata_err_msg());
+  return strata_err_set(rc, "%s:%zu: %s", c->path, line, msg);
+}
+
+static int map_id(read_ctx *c, size_t line, strata_idmap *ins, const strata_idmap *find,
+                  int64_t id, uint32_t *idx) {
+  if (!ins) {
+    *idx = strata_idmap_find(find, id);
+    return 0;
+  }
+  int rc = strata_idmap_insert(ins, id, idx);
+  if (rc) return with_line(c, line, rc);
+  return 0;
+}
+
+static int add_rating(read_ctx *c, size_t line, int64_t uid, int64_t iid, float v) {
+  uint32_t u, i;
+  int rc;
+  if (c->have_last && uid == c->last_uid) {
+    u = c->last_uidx;
+  } else {
+    if ((rc = map_id(c, line, c->umap, c->ufind, uid, &u))) return rc;
+    c->last_uid = uid;
+    c->last_uidx = u;
+    c->have_last = 1;
+  }
+  if ((rc = map_id(c, line, c->imap, c->ifind, iid, &i))) return rc;
+  if ((rc = strata_ratings_push(c->rs, u, i, v))) return with_line(c, line, rc);
+  return 0;
+}
+
+static int triple_line(read_ctx *c, size_t line, const field *f, int nf) {
+  if (nf < 3)
+    return strata_err_set(STRATA_EPARSE, "%s:%zu: expected 3 fields (user item rating), got %d",
+                          c->path, line, nf);
+  if (nf > 4)
+    return strata_err_set(STRATA_EPARSE,
+                          "%s:%zu: expected 3 or 4 fields (user item rating [timestamp]), got %d",
+                          c->path, line, nf);
+  int64_t uid, iid;
+  float v;
+  int rc;
+  if ((rc = scan_id(c, line, "user id", f[0], &uid))) return rc;
+  if ((rc = scan_id(c, line, "item id", f[1], &iid))) return rc;
+  if ((rc = scan_value(c, line, "rating", f[2], &v))) return rc;
+  /* The timestamp is not used; a 4th field of any content is accepted. */
+  return add_rating(c, line, uid, iid, v);
+}
+
+static int mm_header(read_ctx *c, size_t line, const char *s, size_t n) {
+  static const char want[][12] = {"matrix", "coordinate", "", "general"};
+  field f[MAX_FIELDS];
+  int nf = split_ws(s + strlen("%%MatrixMarket"), s + n, f);
+  int ok = nf == 4;
+  for (int k = 0; ok && k < 4; k++) {
+    size_t len = (size_t)(f[k].e - f[k].p);
+    if (k == 2) {
+      ok = (len == 4 && strncasecmp(f[k].p, "real", 4) == 0) ||
+           (len == 7 && strncasecmp(f[k].p, "integer", 7) == 0);
+    } else {
+      ok = len == strlen(want[k]) && strncasecmp(f[k].p, want[k], len) == 0;
+    }
+  }
+  if (!ok) {
+    int len = (int)n;
+    return strata_err_set(STRATA_EPARSE,
+                          "%s:%zu: unsupported Matrix Market header '%.*s' (need 'matrix "
+                          "coordinate real|integer general')",
+                          c->path, line, len > 80 ? 80 : len, s);
+  }
+  c->mm_state = 1;
+  return 0;
+}
+
+static int mm_line(read_ctx *c, size_t line, const char *s, size_t n) {
+  if (c->mm_state == 0) {
+    if (!has_prefix(s, n, "%%MatrixMarket"))
+      return strata_err_set(STRATA_EPARSE, "%s:%zu: expected a %%%%MatrixMarket header", c->path,
+                            line);
+    return mm_header(c, line, s, n);
+  }
+  if (s[0] == '%') return 0;
+  field f[MAX_FIELDS];
+  int nf = split_ws(s, s + n, f);
+  int rc;
+  if (c->mm_state == 1) {
+    if (nf != 3)
+      return strata_err_set(STRATA_EPARSE,
+                            "%s:%zu: expected the size line 'rows cols entries', got %d fields",
+                            c->path, line, nf);
+    if ((rc = scan_id(c, line, "row count", f[0], &c->mm_rows))) return rc;
+    if ((rc = scan_id(c, line, "column count", f[1], &c->mm_cols))) return rc;
+    if ((rc = scan_id(c, line, "entry count", f[2], &c->mm_nnz))) return rc;
+    c->mm_state = 2;
+    return 0;
+  }
+  if (nf != 3)
+    return strata_err_set(STRATA_EPARSE, "%s:%zu: expected 3 fields (row col value), got %d",
+                          c->path, line, nf);
+  if (c->mm_seen == c->mm_nnz)
+    return strata_err_set(STRATA_EPARSE, "%s:%zu: more entries than the %lld the header declares",
+                          c->path, line, (long long)c->mm_nnz);
+  int64_t i, j;
+  float v;
+  int why;
+  if ((why = scan_i64(f[0].p, f[0].e, &i)) != NUM_OK) return bad_id(c, line, "row index", f[0], why);
+  if ((why = scan_i64(f[1].p, f[1].e, &j)) != NUM_OK) return bad_id(c, line, "column index", f[1], why);
+  if (i < 1 || i > c->mm_rows)
+    return strata_err_set(STRATA_ERANGE, "%s:%zu: row index %lld out of range 1..%lld", c->path,
+                          line, (long long)i, (long long)c->mm_rows);
+  if (j < 1 || j > c->mm_cols)
+    return strata_err_set(STRATA_ERANGE, "%s:%zu: column index %lld out of range 1..%lld",
+                          c->path, line, (long long)j, (long long)c->mm_cols);
+  if ((rc = scan_value(c, line, "value", f[2], &v))) return rc;
+  c->mm_seen++;
+  return add_rating(c, line, i, j, v);
+}
+
+static int parse_line(read_ctx *c, size_t line, const char *s, size_t n) {
+  field f[MAX_FIELDS];
+  if (is_blank_line(s, n)) return 0;
+  if (c->fmt == STRATA_FMT_AUTO) {
+    if (has_prefix(s, n, "%%MatrixMarket")) {
+      c->fmt = STRATA_FMT_MM;
+    } else if (s[0] == '#' || s[0] == '%') {
+      return 0;
+    } else if (memmem(s, n, "::", 2)) {
+      c->fmt = STRATA_FMT_DAT;
+    } else if (memchr(s, ',', n)) {
+      c->fmt = STRATA_FMT_CSV;
+    } else if (memchr(s, '\t', n)) {
+      c->fmt = STRATA_FMT_TSV;
+    } else {
+      c->fmt = STRATA_FMT_LIBMF;
+    }
+  }
+  switch (c->fmt) {
+    case STRATA_FMT_TSV:
+    case STRATA_FMT_LIBMF:
+      if (s[0] == '#') return 0;
+      return triple_line(c, line, f, split_ws(s, s + n, f));
+    case STRATA_FMT_DAT:
+      return triple_line(c, line, f, split_sep(s, s + n, "::", 2, f));
+    case STRATA_FMT_CSV: {
+      int nf = split_sep(s, s + n, ",", 1, f);
+      if (!c->csv_header_checked) {
+        c->csv_header_checked = 1;
+        int64_t dummy;
+        /* Headers name their columns; a numeric first field is already data. */
+        if (scan_i64(f[0].p, f[0].e, &dummy) != NUM_OK) return 0;
+      }
+      return triple_line(c, line, f, nf);
+    }
+    case STRATA_FMT_MM:
+      return mm_line(c, line, s, n);
+    default:
+      return strata_err_set(STRATA_EINVAL, "%s: unknown rating format %d", c->path, (int)c->fmt);
+  }
+}
+
+int strata_ratings_read(const char *path, strata_format fmt, const strata_idmap *users,
+                        const strata_idmap *items, strata_ratings *rs) {
+  int rc = 0;
+  read_ctx c = {.path = path, .fmt = fmt, .rs = rs, .ufind = users, .ifind = items};
+  line_reader rd = {.path = path};
+  memset(rs, 0, sizeof *rs);
+
+  if ((unsigned)fmt > STRATA_FMT_MM)
+    return strata_err_set(STRATA_EINVAL, "%s: unknown rating format %d", path, (int)fmt);
+  rd.f = fopen(path, "rb");
+  if (!rd.f) return strata_err_set(STRATA_ENOENT, "%s: cannot open: %s", path, strerror(errno));
+  struct stat st;
+  if (fstat(fileno(rd.f), &st) == 0 && S_ISDIR(st.st_mode)) {
+    rc = strata_err_set(STRATA_ENOENT, "%s: cannot open: %s", path, strerror(EISDIR));
+    goto fail;
+  }
+  rd.cap = READ_CHUNK;
+  rd.buf = strata_malloc(rd.cap);
+  if (!rd.buf) {
+    rc = strata_err_set(STRATA_ENOMEM, "%s: out of memory for the read buffer", path);
+    goto fail;
+  }
+  if (!users) {
+    if (!(rs->users = c.umap = strata_idmap_create())) {
+      rc = strata_err_set(STRATA_ENOMEM, "%s: out of memory for the user map", path);
+      goto fail;
+    }
+  }
+  if (!items) {
+    if (!(rs->items = c.imap = strata_idmap_create())) {
+      rc = strata_err_set(STRATA_ENOMEM, "%s: out of memory for the item map", path);
+      goto fail;
+    }
+  }
+
+  const char *line = NULL;
+  size_t len = 0;
+  while ((rc = next_line(&rd, &line, &len)) > 0) {
+    if ((rc = parse_line(&c, rd.lineno, line, len)) != 0) goto fail;
+  }
+  if (rc < 0) goto fail;
+
+  if (c.fmt == STRATA_FMT_MM && c.mm_state == 2 && c.mm_seen != c.mm_nnz) {
+    rc = strata_err_set(STRATA_EPARSE, "%s: found %lld entries, the header declares %lld", path,
+                        (long long)c.mm_seen, (long long)c.mm_nnz);
+    goto fail;
+  }
+  if (rs->n == 0) {
+    rc = strata_err_set(STRATA_EEMPTY, "%s: no ratings", path);
+    goto fail;
+  }
+  rs->n_users = strata_idmap_size(users ? users : rs->users);
+  rs->n_items = strata_idmap_size(items ? items : rs->items);
+  strata_free(rd.buf);
+  fclose(rd.f);
+  return 0;
+
+fail:
+  strata_free(rd.buf);
+  if (rd.f) fclose(rd.f);
+  strata_ratings_close(rs);
+  return rc;
+}
+
+/* ---- train/test split -------------------------------------------------- */
+
+int strata_ratings_split(strata_ratings *train, double fraction, uint64_t seed,
+                         strata_ratings *test) {
+  if (!(fraction > 0.0 && fraction < 1.0))
+    return strata_err_set(STRATA_EUSAGE, "test fraction %g must be strictly between 0 and 1",
+                          fraction);
+  memset(test, 0, sizeof *test);
+  test->n_users = train->n_users;
+  test->n_items = train->n_items;
+
+  /* Count first with a copy of the generator so the test array is sized once
+   * and a failed allocation leaves train untouched. */
+  strata_rng rng, count_rng;
+  strata_rng_seed(&rng, seed);
+  count_rng = rng;
+  size_t n_test = 0;
+  for (size_t k = 0; k < train->n; k++) n_test += strata_rng_uniform(&count_rng) < fraction;
+  if (n_test) {
+    test->r = strata_malloc(n_test * sizeof *test->r);
+    if (!test->r)
+      return strata_err_set(STRATA_ENOMEM, "split: out of memory for %zu test ratings", n_test);
+    test->cap = n_test;
+  }
+  size_t kept = 0;
+  for (size_t k = 0; k < train->n; k++) {
+    if (strata_rng_uniform(&rng) < fraction)
+      test->r[test->n++] = train->r[k];
+    else
+      train->r[kept++] = train->r[k];
+  }
+  train->n = kept;
+  return 0;
+}

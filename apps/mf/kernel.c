@@ -1,0 +1,142 @@
+/*
+ * The DSGD inner loop. Rows are padded to whole 16-float vectors so the
+ * compiler's vector extensions map each row operation onto a few SIMD
+ * instructions (AVX-512 with -march=native on this machine, pairs or quads of
+ * narrower registers elsewhere); the serial and distributed runs call this
+ * same code, which is what makes them agree bit for bit.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "strata/core.h"
+#include "strata/mf.h"
+
+typedef float v16 __attribute__((vector_size(64)));
+
+static inline float hsum(v16 v) {
+  float s = 0;
+  for (int i = 0; i < 16; i++) s += v[i];
+  return s;
+}
+
+static inline float dot(const float *a, const float *b, int kpad) {
+  const v16 *x = (const v16 *)a, *y = (const v16 *)b;
+  v16 acc0 = {0}, acc1 = {0};
+  int nv = kpad / 16, i = 0;
+  for (; i + 1 < nv; i += 2) {
+    acc0 += x[i] * y[i];
+    acc1 += x[i + 1] * y[i + 1];
+  }
+  if (i < nv) acc0 += x[i] * y[i];
+  return hsum(acc0 + acc1);
+}
+
+static inline void sgd_plain(float *restrict w, float *restrict h, int kpad, float err, float lr,
+                             float lambda) {
+  v16 *x = (v16 *)w, *y = (v16 *)h;
+  float a = lr * err, b = 1.0f - lr * lambda;
+  for (int i = 0; i < kpad / 16; i++) {
+    v16 xv = x[i], yv = y[i];
+    x[i] = b * xv + a * yv;
+    y[i] = b * yv + a * xv;
+  }
+}
+
+/* Row-wise AdaGrad: one accumulator per row, fed the row's mean squared
+ * gradient, as in LIBMF. */
+static inline void sgd_adagrad(float *restrict w, float *restrict h, int k, int kpad, float err,
+                               float lr, float lambda) {
+  v16 *x = (v16 *)w, *y = (v16 *)h;
+  v16 gw2 = {0}, gh2 = {0};
+  int nv = kpad / 16;
+  for (int i = 0; i < nv; i++) {
+    v16 gw = lambda * x[i] - err * y[i];
+    v16 gh = lambda * y[i] - err * x[i];
+    gw2 += gw * gw;
+    gh2 += gh * gh;
+  }
+  float *tw = w + kpad, *th = h + kpad;
+  float sw = lr / sqrtf(tw[1]), sh = lr / sqrtf(th[1]);
+  tw[1] += hsum(gw2) / (float)k;
+  th[1] += hsum(gh2) / (float)k;
+  for (int i = 0; i < nv; i++) {
+    v16 xv = x[i], yv = y[i];
+    x[i] = xv - sw * (lambda * xv - err * yv);
+    y[i] = yv - sh * (lambda * yv - err * xv);
+  }
+}
+
+double strata_mf_sgd(const strata_mf_step *st, const strata_mf_entry *e, size_t n, float *W,
+                     float *H) {
+  const int kpad = st->kpad, stride = st->stride;
+  const int k = st->k;
+  double sq = 0;
+  for (size_t j = 0; j < n; j++) {
+    float *w = W + (size_t)e[j].u * (size_t)stride;
+    float *h = H + (size_t)e[j].i * (size_t)stride;
+    if (j + 2 < n) {
+      /* The item row is the random access; fetch it two examples ahead. */
+      const char *hn = (const char *)(H + (size_t)e[j + 2].i * (size_t)stride);
+      for (int b = 0; b < stride * 4; b += 64) __builtin_prefetch(hn + b, 1, 3);
+    }
+    float pred = st->mu + dot(w, h, kpad);
+    float *bw = w + kpad, *bh = h + kpad;
+    if (st->bias) pred += bw[0] + bh[0];
+    float err = e[j].r - pred;
+    sq += (double)err * (double)err;
+    if (st->adagrad) {
+      sgd_adagrad(w, h, k, kpad, err, st->lr, st->lambda);
+      if (st->bias) {
+        float gu = st->lambda_bias * bw[0] - err, gi = st->lambda_bias * bh[0] - err;
+        float su = st->lr / sqrtf(bw[2]), si = st->lr / sqrtf(bh[2]);
+        bw[2] += gu * gu;
+        bh[2] += gi * gi;
+        bw[0] -= su * gu;
+        bh[0] -= si * gi;
+      }
+    } else {
+      sgd_plain(w, h, kpad, err, st->lr, st->lambda);
+      if (st->bias) {
+        bw[0] += st->lr * (err - st->lambda_bias * bw[0]);
+        bh[0] += st->lr * (err - st->lambda_bias * bh[0]);
+      }
+    }
+  }
+  return sq;
+}
+
+float strata_mf_predict(const strata_mf_step *st, const float *w, const float *h) {
+  float p = st->mu;
+  if (st->bias) {
+    if (w) p += w[st->kpad];
+    if (h) p += h[st->kpad];
+  }
+  if (w && h) p += dot(w, h, st->kpad);
+  return p;
+}
+
+double strata_mf_loss(const strata_mf_step *st, const float *w, const float *h, float r) {
+  double e = (double)r - (double)strata_mf_predict(st, w, h);
+  double l = 0.5 * e * e, nw = 0, nh = 0;
+  for (int i = 0; i < st->kpad; i++) {
+    nw += (double)w[i] * w[i];
+    nh += (double)h[i] * h[i];
+  }
+  l += 0.5 * st->lambda * (nw + nh);
+  if (st->bias)
+    l += 0.5 * st->lambda_bias *
+         ((double)w[st->kpad] * w[st->kpad] + (double)h[st->kpad] * h[st->kpad]);
+  return l;
+}
+
+void strata_mf_init_row(float *row, int k, int stride, double scale, uint64_t seed, int side,
+                        uint64_t index) {
+  strata_rng rng;
+  strata_rng_seed(&rng, strata_mix64(seed ^ strata_mix64(2 * index + (uint64_t)side)));
+  memset(row, 0, (size_t)stride * sizeof *row);
+  double sd = scale / sqrt((double)k);
+  for (int i = 0; i < k; i++) row[i] = (float)(sd * strata_rng_normal(&rng));
+  int kpad = strata_mf_kpad(k);
+  row[kpad + 1] = 1.0f;
+  row[kpad + 2] = 1.0f;
+}

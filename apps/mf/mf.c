@@ -1,0 +1,521 @@
+/*
+ * The "mf" app: DSGD matrix factorisation on the strata engine.
+ *
+ * Coordinator: read or generate ratings, remap ids, shuffle users and items
+ * (so popular ids spread evenly over blocks), cut the matrix into B x B
+ * blocks, and lay out each data block chunk by chunk (the item rows of one
+ * pipeline chunk), users ascending inside a chunk so a user's row stays in
+ * cache across consecutive updates.
+ */
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "strata/core.h"
+#include "strata/mf.h"
+#include "strata/ratings.h"
+
+#define UNSEEN UINT32_MAX
+
+typedef struct mf_meta {
+  int32_t k, kpad, stride, bias, adagrad, has_test;
+  float mu;
+  float pad;
+  double unseen_sq; /* test examples with neither id known: predicted by mu */
+  uint64_t unseen_n;
+  uint64_t n_test;
+  uint32_t n_users, n_items;
+} mf_meta;
+
+/* Coordinator-only: what export needs to map blocks back to ids. */
+typedef struct mf_priv {
+  strata_idmap *users, *items; /* NULL for synthetic data */
+  uint32_t n_users, n_items;
+  uint32_t *ublock, *ulocal, *iblock, *ilocal;
+} mf_priv;
+
+/* Data block layout: header, depth+1 chunk offsets, entries. */
+typedef struct mf_data_hdr {
+  uint32_t n, depth;
+} mf_data_hdr;
+
+static size_t data_entries_offset(int depth) {
+  return strata_round_up(sizeof(mf_data_hdr) + (size_t)(depth + 1) * sizeof(uint32_t), 16);
+}
+
+static const char *const mf_objective_names[] = {"train_rmse", "test_rmse"};
+
+#define OPT(field) offsetof(strata_mf_config, field)
+static const strata_option mf_options[] = {
+    {"data", 'd', STRATA_OPT_STRING, OPT(data), "synth:", "FILE|synth:...", 0, 0, NULL,
+     "training ratings, or the generator: synth:users=U,items=I,ratings=N,rank=R,noise=S,seed=X,skew=A"},
+    {"format", 0, STRATA_OPT_CHOICE, OPT(format), "auto", "FMT", 0, 0, "auto|tsv|dat|csv|libmf|mm",
+     "rating file format"},
+    {"test", 0, STRATA_OPT_STRING, OPT(test), NULL, "FILE",0, 0, NULL,
+     "held-out ratings scored after every pass (ids mapped like --data)"},
+    {"test-fraction", 0, STRATA_OPT_DOUBLE, OPT(test_fraction), "0", "F", 0, 0.99, NULL,
+     "hold out this fraction of --data as the test set (seeded by --seed)"},
+    {"rank", 'k', STRATA_OPT_INT, OPT(rank), "32", "K", 1, 4096, NULL, "factor rank"},
+    {"lr", 0, STRATA_OPT_DOUBLE, OPT(lr), "0.01", "RATE", 1e-9, 10, NULL,
+     "learning rate (with --adagrad: the AdaGrad step)"},
+    {"lr-decay", 0, STRATA_OPT_DOUBLE, OPT(lr_decay), "0.05", "D", 0, 100, NULL,
+     "plain SGD rate of pass t is lr / (1 + D t)"},
+    {"lambda", 0, STRATA_OPT_DOUBLE, OPT(lambda), "0.05", "L", 0, 100, NULL,
+     "L2 regularisation of the factors"},
+    {"lambda-bias", 0, STRATA_OPT_DOUBLE, OPT(lambda_bias), "0.01", "L", 0, 100, NULL,
+     "L2 regularisation of the biases"},
+    {"init-scale", 0, STRATA_OPT_DOUBLE, OPT(init_scale), "0.1", "S", 0, 100, NULL,
+     "initial factors ~ N(0, S^2/k)"},
+    {"no-bias", 0, STRATA_OPT_FLAG, OPT(no_bias), NULL, NULL, 0, 0, NULL,
+     "no user and item biases (plain factorisation around the mean)"},
+    {"adagrad", 0, STRATA_OPT_FLAG, OPT(adagrad), NULL, NULL, 0, 0, NULL,
+     "row-wise AdaGrad step sizes"},
+    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL}};
+
+static int mf_check(const void *vcfg, const strata_setup *setup) {
+  const strata_mf_config *cfg = vcfg;
+  if (setup->strata < setup->workers)
+    return strata_err_set(STRATA_EUSAGE, "--strata %d is fewer than the %d workers", setup->strata,
+                          setup->workers);
+  if (cfg->test && cfg->test_fraction > 0)
+    return strata_err_set(STRATA_EUSAGE, "--test and --test-fraction exclude each other");
+  if (cfg->test && strncmp(cfg->data, "synth:", 6) == 0)
+    return strata_err_set(STRATA_EUSAGE,
+                          "--test needs --data from a file (use --test-fraction with synth:)");
+  return 0;
+}
+
+static void priv_free(void *p) {
+  mf_priv *m = p;
+  if (!m) return;
+  strata_idmap_free(m->users);
+  strata_idmap_free(m->items);
+  strata_free(m->ublock);
+  strata_free(m->ulocal);
+  strata_free(m->iblock);
+  strata_free(m->ilocal);
+  strata_free(m);
+}
+
+/* Seeded shuffle, then contiguous runs of the shuffled order form blocks. */
+static int assign_blocks(uint32_t n, int B, uint64_t seed, uint32_t *block, uint32_t *local,
+                         uint32_t *sizes) {
+  uint32_t *perm = strata_malloc((size_t)(n ? n : 1) * sizeof *perm);
+  if (!perm) return strata_err_set(STRATA_ENOMEM, "mf: out of memory");
+  for (uint32_t i = 0; i < n; i++) perm[i] = i;
+  strata_rng rng;
+  strata_rng_seed(&rng, seed);
+  for (uint32_t i = n; i > 1; i--) {
+    uint32_t j = (uint32_t)strata_rng_below(&rng, i);
+    uint32_t t = perm[i - 1];
+    perm[i - 1] = perm[j];
+    perm[j] = t;
+  }
+  for (int b = 0; b < B; b++) {
+    uint32_t lo = (uint32_t)((uint64_t)n * (uint64_t)b / (uint64_t)B);
+    uint32_t hi = (uint32_t)((uint64_t)n * (uint64_t)(b + 1) / (uint64_t)B);
+    sizes[b] = hi - lo;
+    for (uint32_t p = lo; p < hi; p++) {
+      block[perm[p]] = (uint32_t)b;
+      local[perm[p]] = p - lo;
+    }
+  }
+  strata_free(perm);
+  return 0;
+}
+
+static int read_data(const strata_mf_config *cfg, const strata_setup *setup, strata_ratings *train,
+                     strata_ratings *test) {
+  int rc;
+  strata_format fmt;
+  if ((rc = strata_format_parse(cfg->format, &fmt))) return rc;
+  if (strncmp(cfg->data, "synth:", 6) == 0) {
+    strata_synth_spec spec;
+    strata_synth_defaults(&spec);
+    if ((rc = strata_synth_parse(cfg->data, &spec))) return rc;
+    if ((rc = strata_synth_generate(&spec, train))) return rc;
+  } else if ((rc = strata_ratings_read(cfg->data, fmt, NULL, NULL, train))) {
+    return rc;
+  }
+  if (cfg->test) {
+    if ((rc = strata_ratings_read(cfg->test, fmt, train->users, train->items, test))) return rc;
+  } else if (cfg->test_fraction > 0) {
+    if ((rc = strata_ratings_split(train, cfg->test_fraction, setup->seed, test))) return rc;
+    if (train->n == 0)
+      return strata_err_set(STRATA_EEMPTY, "%s: no training ratings left after --test-fraction",
+                            cfg->data);
+  }
+  return 0;
+}
+
+static int build_data_blocks(const strata_ratings *train, const mf_priv *pv, int B, int depth,
+                             const uint32_t *usz, const uint32_t *isz, strata_problem *prob) {
+  size_t nd = (size_t)B * (size_t)B;
+  uint32_t *count = strata_calloc(nd, sizeof *count);
+  uint32_t *start = strata_calloc(nd + 1, sizeof *start);
+  uint32_t *order = strata_malloc(train->n * sizeof *order);
+  uint32_t *keycnt = NULL;
+  int rc = 0;
+  if (!count || !start || !order) goto oom;
+  /* Bucket ratings by data block, keeping file order inside a bucket. */
+  for (size_t j = 0; j < train->n; j++) {
+    const strata_rating *r = &train->r[j];
+    count[pv->ublock[r->user] * (uint32_t)B + pv->iblock[r->item]]++;
+  }
+  for (size_t d = 0; d < nd; d++) start[d + 1] = start[d] + count[d];
+  memset(count, 0, nd * sizeof *count);
+  for (size_t j = 0; j < train->n; j++) {
+    const strata_rating *r = &train->r[j];
+    size_t d = pv->ublock[r->user] * (uint32_t)B + pv->iblock[r->item];
+    order[start[d] + count[d]++] = (uint32_t)j;
+  }
+  uint32_t max_u = 0;
+  for (int b = 0; b < B; b++) max_u = usz[b] > max_u ? usz[b] : max_u;
+  keycnt = strata_malloc(((size_t)depth * max_u + 1) * sizeof *keycnt);
+  if (!keycnt) goto oom;
+  size_t eoff = data_entries_offset(depth);
+  for (int bi = 0; bi < B; bi++)
+    for (int bj = 0; bj < B; bj++) {
+      size_t d = (size_t)bi * (size_t)B + (size_t)bj;
+      uint32_t n = count[d], nrows = isz[bj], nu = usz[bi];
+      strata_block *blk = &prob->data[d];
+      blk->len = eoff + (size_t)n * sizeof(strata_mf_entry);
+      blk->buf = strata_alloc_aligned(blk->len);
+      if (!blk->buf) goto oom;
+      memset(blk->buf, 0, eoff);
+      mf_data_hdr *h = blk->buf;
+      h->n = n;
+      h->depth = (uint32_t)depth;
+      uint32_t *off = (uint32_t *)(h + 1);
+      strata_mf_entry *ent = (strata_mf_entry *)((char *)blk->buf + eoff);
+      /* Counting sort on (chunk, local user). */
+      size_t nkeys = (size_t)depth * nu;
+      memset(keycnt, 0, (nkeys + 1) * sizeof *keycnt);
+      for (uint32_t x = 0; x < n; x++) {
+        const strata_rating *r = &train->r[order[start[d] + x]];
+        uint32_t il = pv->ilocal[r->item];
+        uint32_t c = (uint32_t)(((uint64_t)(il + 1) * (uint64_t)depth - 1) / nrows);
+        keycnt[(size_t)c * nu + pv->ulocal[r->user] + 1]++;
+      }
+      for (size_t q = 0; q < nkeys; q++) keycnt[q + 1] += keycnt[q];
+      for (int c = 0; c <= depth; c++) off[c] = keycnt[(size_t)c * nu];
+      for (uint32_t x = 0; x < n; x++) {
+        const strata_rating *r = &train->r[order[start[d] + x]];
+        uint32_t il = pv->ilocal[r->item], ul = pv->ulocal[r->user];
+        uint32_t c = (uint32_t)(((uint64_t)(il + 1) * (uint64_t)depth - 1) / nrows);
+        strata_mf_entry *e = &ent[keycnt[(size_t)c * nu + ul]++];
+        e->u = ul;
+        e->i = il;
+        e->r = r->value;
+      }
+    }
+  goto done;
+oom:
+  rc = strata_err_set(STRATA_ENOMEM, "mf: out of memory building data blocks");
+done:
+  strata_free(count);
+  strata_free(start);
+  strata_free(order);
+  strata_free(keycnt);
+  return rc;
+}
+
+/* Test examples ride with a data block of their user's row and item's
+ * column; with one side unseen, with any block of the known side. */
+static int build_eval_blocks(const strata_ratings *test, const mf_priv *pv, int B, float mu,
+                             strata_problem *prob, mf_meta *meta) {
+  size_t nd = (size_t)B * (size_t)B;
+  uint32_t *count = strata_calloc(nd, sizeof *count);
+  if (!count) return strata_err_set(STRATA_ENOMEM, "mf: out of memory");
+  for (int pass = 0; pass < 2; pass++) {
+    for (size_t j = 0; j < test->n; j++) {
+      const strata_rating *r = &test->r[j];
+      int ku = r->user != UNSEEN, ki = r->item != UNSEEN;
+      if (!ku && !ki) {
+        if (pass == 0) {
+          double e = (double)r->value - mu;
+          meta->unseen_sq += e * e;
+          meta->unseen_n++;
+        }
+        continue;
+      }
+      uint32_t bi = ku ? pv->ublock[r->user] : pv->iblock[r->item];
+      uint32_t bj = ki ? pv->iblock[r->item] : bi;
+      size_t d = (size_t)bi * (size_t)B + bj;
+      if (pass == 0) {
+        count[d]++;
+      } else {
+        strata_mf_entry *ent = (strata_mf_entry *)prob->eval[d].buf;
+        strata_mf_entry *e = &ent[count[d]++];
+        e->u = ku ? pv->ulocal[r->user] : UNSEEN;
+        e->i = ki ? pv->ilocal[r->item] : UNSEEN;
+        e->r = r->value;
+      }
+    }
+    if (pass == 0) {
+      for (size_t d = 0; d < nd; d++) {
+        prob->eval[d].len = (size_t)count[d] * sizeof(strata_mf_entry);
+        if (count[d] && !(prob->eval[d].buf = strata_alloc_aligned(prob->eval[d].len))) {
+          strata_free(count);
+          return strata_err_set(STRATA_ENOMEM, "mf: out of memory");
+        }
+        count[d] = 0;
+      }
+    }
+  }
+  strata_free(count);
+  return 0;
+}
+
+static int build_params(const strata_mf_config *cfg, const strata_setup *setup, const mf_priv *pv,
+                        int B, const uint32_t *usz, const uint32_t *isz, int stride,
+                        strata_problem *prob) {
+  size_t row_bytes = (size_t)stride * sizeof(float);
+  for (int b = 0; b < B; b++) {
+    strata_block *w = &prob->resident[b], *h = &prob->rotating[b];
+    w->nrows = usz[b];
+    w->len = usz[b] * row_bytes;
+    h->nrows = isz[b];
+    h->row_bytes = (uint32_t)row_bytes;
+    h->len = isz[b] * row_bytes;
+    if ((w->len && !(w->buf = strata_alloc_aligned(w->len))) ||
+        (h->len && !(h->buf = strata_alloc_aligned(h->len))))
+      return strata_err_set(STRATA_ENOMEM, "mf: out of memory for factors");
+  }
+  /* Rows are seeded by their global index, so the initial model does not
+   * depend on the number of workers or strata. */
+  for (uint32_t u = 0; u < pv->n_users; u++)
+    strata_mf_init_row((float *)prob->resident[pv->ublock[u]].buf + (size_t)pv->ulocal[u] * stride,
+                       cfg->rank, stride, cfg->init_scale, setup->seed, 0, u);
+  for (uint32_t i = 0; i < pv->n_items; i++)
+    strata_mf_init_row((float *)prob->rotating[pv->iblock[i]].buf + (size_t)pv->ilocal[i] * stride,
+                       cfg->rank, stride, cfg->init_scale, setup->seed, 1, i);
+  return 0;
+}
+
+static int mf_load(const void *vcfg, const strata_setup *setup, strata_problem *prob) {
+  const strata_mf_config *cfg = vcfg;
+  strata_ratings train = {0}, test = {0};
+  mf_priv *pv = NULL;
+  mf_meta *meta = NULL;
+  uint32_t *usz = NULL, *isz = NULL;
+  int B = setup->strata, rc;
+  if ((rc = read_data(cfg, setup, &train, &test))) goto fail;
+  if (train.n > UINT32_MAX) {
+    rc = strata_err_set(STRATA_ERANGE, "%s: more than 2^32 ratings", cfg->data);
+    goto fail;
+  }
+  pv = strata_calloc(1, sizeof *pv);
+  meta = strata_calloc(1, sizeof *meta);
+  usz = strata_malloc((size_t)B * sizeof *usz);
+  isz = strata_malloc((size_t)B * sizeof *isz);
+  if (!pv || !meta || !usz || !isz) goto oom;
+  pv->n_users = train.n_users;
+  pv->n_items = train.n_items;
+  pv->ublock = strata_malloc(((size_t)pv->n_users + 1) * sizeof(uint32_t));
+  pv->ulocal = strata_malloc(((size_t)pv->n_users + 1) * sizeof(uint32_t));
+  pv->iblock = strata_malloc(((size_t)pv->n_items + 1) * sizeof(uint32_t));
+  pv->ilocal = strata_malloc(((size_t)pv->n_items + 1) * sizeof(uint32_t));
+  if (!pv->ublock || !pv->ulocal || !pv->iblock || !pv->ilocal) goto oom;
+  if ((rc = assign_blocks(pv->n_users, B, strata_mix64(setup->seed ^ 0x55), pv->ublock, pv->ulocal, usz)))
+    goto fail;
+  if ((rc = assign_blocks(pv->n_items, B, strata_mix64(setup->seed ^ 0x1e), pv->iblock, pv->ilocal, isz)))
+    goto fail;
+
+  double sum = 0;
+  for (size_t j = 0; j < train.n; j++) sum += train.r[j].value;
+  int k = cfg->rank, kpad = strata_mf_kpad(k), stride = kpad + STRATA_MF_TAIL;
+  *meta = (mf_meta){.k = k,
+                    .kpad = kpad,
+                    .stride = stride,
+                    .bias = !cfg->no_bias,
+                    .adagrad = cfg->adagrad,
+                    .has_test = test.n > 0,
+                    .mu = (float)(sum / (double)train.n),
+                    .n_test = test.n,
+                    .n_users = train.n_users,
+                    .n_items = train.n_items};
+  if ((rc = strata_problem_alloc(prob, B * B, B, B, test.n > 0))) goto fail;
+  if ((rc = build_data_blocks(&train, pv, B, setup->depth, usz, isz, prob))) goto fail;
+  if (test.n && (rc = build_eval_blocks(&test, pv, B, meta->mu, prob, meta))) goto fail;
+  if ((rc = build_params(cfg, setup, pv, B, usz, isz, stride, prob))) goto fail;
+  prob->n_examples = train.n;
+  prob->meta = meta;
+  prob->meta_len = sizeof *meta;
+  pv->users = train.users;
+  pv->items = train.items;
+  train.users = train.items = NULL;
+  prob->priv = pv;
+  prob->priv_free = priv_free;
+  meta = NULL;
+  pv = NULL;
+  goto done;
+oom:
+  rc = strata_err_set(STRATA_ENOMEM, "mf: out of memory");
+fail:
+  strata_problem_close(prob);
+done:
+  priv_free(pv);
+  strata_free(meta);
+  strata_free(usz);
+  strata_free(isz);
+  strata_ratings_close(&train);
+  strata_ratings_close(&test);
+  return rc;
+}
+
+static int mf_schedule(const void *cfg, const strata_setup *setup, const strata_problem *prob,
+                       strata_schedule *sched) {
+  return strata_schedule_diagonal(sched, setup->workers, setup->strata);
+}
+
+typedef struct mf_worker {
+  mf_meta meta;
+  strata_mf_step step;
+  const strata_mf_config *cfg;
+} mf_worker;
+
+static int mf_worker_init(const void *vcfg, const strata_setup *setup, const void *meta,
+                          size_t meta_len, void **state) {
+  if (meta_len != sizeof(mf_meta))
+    return strata_err_set(STRATA_ECOMM, "mf: meta of %zu bytes, expected %zu", meta_len,
+                          sizeof(mf_meta));
+  mf_worker *w = strata_calloc(1, sizeof *w);
+  if (!w) return strata_err_set(STRATA_ENOMEM, "mf: out of memory");
+  const strata_mf_config *cfg = vcfg;
+  memcpy(&w->meta, meta, sizeof w->meta);
+  w->cfg = cfg;
+  w->step = (strata_mf_step){.k = w->meta.k,
+                             .kpad = w->meta.kpad,
+                             .stride = w->meta.stride,
+                             .mu = w->meta.mu,
+                             .lambda = (float)cfg->lambda,
+                             .lambda_bias = (float)cfg->lambda_bias,
+                             .bias = w->meta.bias,
+                             .adagrad = w->meta.adagrad};
+  *state = w;
+  return 0;
+}
+
+static void mf_worker_free(void *state) { strata_free(state); }
+
+static int mf_compute(void *state, const strata_task_view *tv, double *partials) {
+  mf_worker *w = state;
+  const mf_data_hdr *h = tv->data->buf;
+  if (!h || !h->n) return 0;
+  const uint32_t *off = (const uint32_t *)(h + 1);
+  const strata_mf_entry *ent =
+      (const strata_mf_entry *)((const char *)tv->data->buf + data_entries_offset((int)h->depth));
+  strata_mf_step st = w->step;
+  st.lr = st.adagrad ? (float)w->cfg->lr
+                     : (float)(w->cfg->lr / (1.0 + w->cfg->lr_decay * (double)tv->pass));
+  uint32_t lo = off[tv->chunk], hi = off[tv->chunk + 1];
+  partials[0] += strata_mf_sgd(&st, ent + lo, hi - lo, tv->resident->buf, tv->rotating->buf);
+  partials[1] += (double)(hi - lo);
+  return 0;
+}
+
+static int mf_evaluate(void *state, const strata_task_view *tv, double *partials) {
+  mf_worker *w = state;
+  const strata_mf_entry *ent = tv->data->buf;
+  size_t n = tv->data->len / sizeof *ent;
+  const float *W = tv->resident->buf, *H = tv->rotating->buf;
+  size_t stride = (size_t)w->meta.stride;
+  double sq = 0;
+  for (size_t j = 0; j < n; j++) {
+    const float *wr = ent[j].u == UNSEEN ? NULL : W + ent[j].u * stride;
+    const float *hr = ent[j].i == UNSEEN ? NULL : H + ent[j].i * stride;
+    double e = (double)ent[j].r - (double)strata_mf_predict(&w->step, wr, hr);
+    sq += e * e;
+  }
+  partials[2] += sq;
+  partials[3] += (double)n;
+  return 0;
+}
+
+static void mf_objectives(const void *cfg, const strata_problem *prob, const double *p,
+                          double *values) {
+  const mf_meta *m = prob->meta;
+  values[0] = p[1] > 0 ? sqrt(p[0] / p[1]) : 0.0 / 0.0;
+  double n = p[3] + (double)m->unseen_n;
+  values[1] = m->has_test && n > 0 ? sqrt((p[2] + m->unseen_sq) / n) : 0.0 / 0.0;
+}
+
+static void mf_describe(const void *vcfg, const strata_problem *prob, strata_json *j) {
+  const strata_mf_config *cfg = vcfg;
+  const mf_meta *m = prob->meta;
+  strata_json_string(j, "data", cfg->data);
+  strata_json_int(j, "rank", cfg->rank);
+  strata_json_int(j, "ratings", (int64_t)prob->n_examples);
+  strata_json_int(j, "test_ratings", m ? (int64_t)m->n_test : 0);
+  strata_json_int(j, "users", m ? m->n_users : 0);
+  strata_json_int(j, "items", m ? m->n_items : 0);
+  strata_json_number(j, "lr", cfg->lr);
+  strata_json_number(j, "lr_decay", cfg->lr_decay);
+  strata_json_number(j, "lambda", cfg->lambda);
+  strata_json_number(j, "lambda_bias", cfg->lambda_bias);
+  strata_json_bool(j, "bias", !cfg->no_bias);
+  strata_json_bool(j, "adagrad", cfg->adagrad);
+}
+
+static int mf_export(const void *vcfg, const strata_setup *setup, const strata_problem *prob,
+                     const char *dir) {
+  const mf_meta *m = prob->meta;
+  const mf_priv *pv = prob->priv;
+  int k = m->k, rc = 0;
+  size_t stride = (size_t)m->stride;
+  strata_mf_model model = {.k = k, .mu = m->mu, .bias = m->bias, .n_users = pv->n_users,
+                           .n_items = pv->n_items};
+  model.W = strata_malloc(((size_t)pv->n_users * k + 1) * sizeof(float));
+  model.H = strata_malloc(((size_t)pv->n_items * k + 1) * sizeof(float));
+  model.bu = strata_malloc(((size_t)pv->n_users + 1) * sizeof(float));
+  model.bi = strata_malloc(((size_t)pv->n_items + 1) * sizeof(float));
+  model.user_ids = strata_malloc(((size_t)pv->n_users + 1) * sizeof(int64_t));
+  model.item_ids = strata_malloc(((size_t)pv->n_items + 1) * sizeof(int64_t));
+  if (!model.W || !model.H || !model.bu || !model.bi || !model.user_ids || !model.item_ids) {
+    rc = strata_err_set(STRATA_ENOMEM, "mf: out of memory exporting the model");
+    goto done;
+  }
+  for (uint32_t u = 0; u < pv->n_users; u++) {
+    const float *row = (const float *)prob->resident[pv->ublock[u]].buf + pv->ulocal[u] * stride;
+    memcpy(model.W + (size_t)u * k, row, (size_t)k * sizeof(float));
+    model.bu[u] = m->bias ? row[m->kpad] : 0.0f;
+    model.user_ids[u] = pv->users ? strata_idmap_id(pv->users, u) : (int64_t)u;
+  }
+  for (uint32_t i = 0; i < pv->n_items; i++) {
+    const float *row = (const float *)prob->rotating[pv->iblock[i]].buf + pv->ilocal[i] * stride;
+    memcpy(model.H + (size_t)i * k, row, (size_t)k * sizeof(float));
+    model.bi[i] = m->bias ? row[m->kpad] : 0.0f;
+    model.item_ids[i] = pv->items ? strata_idmap_id(pv->items, i) : (int64_t)i;
+  }
+  rc = strata_mf_model_write(dir, &model);
+done:
+  strata_mf_model_close(&model);
+  return rc;
+}
+
+const strata_app strata_app_mf = {
+    .name = "mf",
+    .summary = "matrix factorisation by DSGD (squared loss, L2, biases, SGD or AdaGrad)",
+    .examples =
+        "  mpirun -np 3 strata mf --data ../shared/data/movielens-100k/ua.base \\\n"
+        "      --test ../shared/data/movielens-100k/ua.test --rank 100\n"
+        "  mpirun -np 3 strata mf --data synth:users=71567,items=10681,ratings=10000054 "
+        "--rank 100 --passes 5\n"
+        "  strata mf --mode serial --data ratings.csv --test-fraction 0.1 --metrics-out run.json\n",
+    .options = mf_options,
+    .config_size = sizeof(strata_mf_config),
+    .check = mf_check,
+    .n_partials = 4,
+    .n_objectives = 2,
+    .objective_names = mf_objective_names,
+    .load = mf_load,
+    .schedule = mf_schedule,
+    .worker_init = mf_worker_init,
+    .worker_free = mf_worker_free,
+    .compute = mf_compute,
+    .evaluate = mf_evaluate,
+    .objectives = mf_objectives,
+    .describe = mf_describe,
+    .export_model = mf_export,
+};

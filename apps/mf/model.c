@@ -1,0 +1,209 @@
+/*
+ * Exported MF models: a directory of plain files any tool can read.
+ *   meta.json   k, mu, bias, users, items
+ *   W.f32 H.f32 row-major float32 factors (users x k, items x k)
+ *   bu.f32 bi.f32 float32 biases
+ *   users.txt items.txt original id of each dense index, one per line
+ */
+#include <cblas.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "strata/core.h"
+#include "strata/json.h"
+#include "strata/mf.h"
+
+typedef struct blob {
+  const void *p;
+  size_t n;
+} blob;
+
+static int fill_blob(FILE *f, void *ud) {
+  const blob *b = ud;
+  return fwrite(b->p, 1, b->n, f) == b->n ? 0 : strata_err_set(STRATA_EIO, "short write");
+}
+
+typedef struct ids {
+  const int64_t *v;
+  uint32_t n;
+} ids;
+
+static int fill_ids(FILE *f, void *ud) {
+  const ids *x = ud;
+  for (uint32_t i = 0; i < x->n; i++) fprintf(f, "%" PRId64 "\n", x->v[i]);
+  return 0;
+}
+
+static int fill_meta(FILE *f, void *ud) {
+  const strata_mf_model *m = ud;
+  strata_json j;
+  strata_json_init(&j, f);
+  strata_json_object_begin(&j, NULL);
+  strata_json_string(&j, "format", "strata-mf-1");
+  strata_json_int(&j, "k", m->k);
+  strata_json_number(&j, "mu", m->mu);
+  strata_json_bool(&j, "bias", m->bias);
+  strata_json_int(&j, "users", m->n_users);
+  strata_json_int(&j, "items", m->n_items);
+  strata_json_object_end(&j);
+  return 0;
+}
+
+static int write_file(const char *dir, const char *name, strata_fill_fn fn, void *ud) {
+  char path[4096];
+  if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
+    return strata_err_set(STRATA_EINVAL, "%s: path too long", dir);
+  return strata_write_atomic(path, fn, ud);
+}
+
+int strata_mf_model_write(const char *dir, const strata_mf_model *m) {
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+    return strata_err_set(STRATA_EIO, "%s: cannot create directory: %s", dir, strerror(errno));
+  size_t k = (size_t)m->k;
+  blob W = {m->W, (size_t)m->n_users * k * sizeof(float)};
+  blob H = {m->H, (size_t)m->n_items * k * sizeof(float)};
+  blob bu = {m->bu, (size_t)m->n_users * sizeof(float)};
+  blob bi = {m->bi, (size_t)m->n_items * sizeof(float)};
+  ids u = {m->user_ids, m->n_users}, i = {m->item_ids, m->n_items};
+  int rc = write_file(dir, "W.f32", fill_blob, &W);
+  if (!rc) rc = write_file(dir, "H.f32", fill_blob, &H);
+  if (!rc) rc = write_file(dir, "bu.f32", fill_blob, &bu);
+  if (!rc) rc = write_file(dir, "bi.f32", fill_blob, &bi);
+  if (!rc) rc = write_file(dir, "users.txt", fill_ids, &u);
+  if (!rc) rc = write_file(dir, "items.txt", fill_ids, &i);
+  /* meta.json last: a directory with it is complete. */
+  if (!rc) rc = write_file(dir, "meta.json", fill_meta, (void *)m);
+  return rc;
+}
+
+void strata_mf_model_close(strata_mf_model *m) {
+  strata_free(m->W);
+  strata_free(m->H);
+  strata_free(m->bu);
+  strata_free(m->bi);
+  strata_free(m->user_ids);
+  strata_free(m->item_ids);
+  memset(m, 0, sizeof *m);
+}
+
+static int read_blob(const char *dir, const char *name, void *dst, size_t n) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "rb");
+  if (!f) return strata_err_set(STRATA_ENOENT, "%s: cannot open: %s", path, strerror(errno));
+  size_t got = fread(dst, 1, n, f);
+  int extra = fgetc(f) != EOF;
+  fclose(f);
+  if (got != n || extra)
+    return strata_err_set(STRATA_EPARSE, "%s: expected %zu bytes", path, n);
+  return 0;
+}
+
+static int read_ids(const char *dir, const char *name, int64_t *dst, uint32_t n) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "r");
+  if (!f) return strata_err_set(STRATA_ENOENT, "%s: cannot open: %s", path, strerror(errno));
+  for (uint32_t i = 0; i < n; i++)
+    if (fscanf(f, "%" SCNd64, &dst[i]) != 1) {
+      fclose(f);
+      return strata_err_set(STRATA_EPARSE, "%s:%u: expected an id", path, i + 1);
+    }
+  fclose(f);
+  return 0;
+}
+
+/* meta.json is our own output; a key scan is enough to read it back. */
+static int meta_number(const char *text, const char *key, double *out) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\":", key);
+  const char *p = strstr(text, pat);
+  if (!p) return -1;
+  p += strlen(pat);
+  while (*p == ' ') p++;
+  if (strncmp(p, "true", 4) == 0) *out = 1;
+  else if (strncmp(p, "false", 5) == 0) *out = 0;
+  else {
+    char *end;
+    *out = strtod(p, &end);
+    if (end == p) return -1;
+  }
+  return 0;
+}
+
+int strata_mf_model_read(const char *dir, strata_mf_model *m) {
+  memset(m, 0, sizeof *m);
+  char path[4096], text[4096];
+  snprintf(path, sizeof path, "%s/meta.json", dir);
+  FILE *f = fopen(path, "r");
+  if (!f) return strata_err_set(STRATA_ENOENT, "%s: cannot open: %s", path, strerror(errno));
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = '\0';
+  double k, mu, bias, users, items;
+  if (!strstr(text, "strata-mf-1") || meta_number(text, "k", &k) || meta_number(text, "mu", &mu) ||
+      meta_number(text, "bias", &bias) || meta_number(text, "users", &users) ||
+      meta_number(text, "items", &items) || k < 1 || users < 0 || items < 0)
+    return strata_err_set(STRATA_EPARSE, "%s: not a strata MF model", path);
+  m->k = (int)k;
+  m->mu = (float)mu;
+  m->bias = (int)bias;
+  m->n_users = (uint32_t)users;
+  m->n_items = (uint32_t)items;
+  size_t K = (size_t)m->k;
+  m->W = strata_malloc(((size_t)m->n_users * K + 1) * sizeof(float));
+  m->H = strata_malloc(((size_t)m->n_items * K + 1) * sizeof(float));
+  m->bu = strata_malloc(((size_t)m->n_users + 1) * sizeof(float));
+  m->bi = strata_malloc(((size_t)m->n_items + 1) * sizeof(float));
+  m->user_ids = strata_malloc(((size_t)m->n_users + 1) * sizeof(int64_t));
+  m->item_ids = strata_malloc(((size_t)m->n_items + 1) * sizeof(int64_t));
+  int rc = 0;
+  if (!m->W || !m->H || !m->bu || !m->bi || !m->user_ids || !m->item_ids)
+    rc = strata_err_set(STRATA_ENOMEM, "%s: out of memory", dir);
+  if (!rc) rc = read_blob(dir, "W.f32", m->W, (size_t)m->n_users * K * sizeof(float));
+  if (!rc) rc = read_blob(dir, "H.f32", m->H, (size_t)m->n_items * K * sizeof(float));
+  if (!rc) rc = read_blob(dir, "bu.f32", m->bu, (size_t)m->n_users * sizeof(float));
+  if (!rc) rc = read_blob(dir, "bi.f32", m->bi, (size_t)m->n_items * sizeof(float));
+  if (!rc) rc = read_ids(dir, "users.txt", m->user_ids, m->n_users);
+  if (!rc) rc = read_ids(dir, "items.txt", m->item_ids, m->n_items);
+  if (rc) strata_mf_model_close(m);
+  return rc;
+}
+
+float strata_mf_model_score(const strata_mf_model *m, uint32_t u, uint32_t i) {
+  size_t k = (size_t)m->k;
+  float s = m->mu + m->bu[u] + m->bi[i];
+  s += cblas_sdot(m->k, m->W + u * k, 1, m->H + i * k, 1);
+  return s;
+}
+
+int strata_mf_model_top(const strata_mf_model *m, uint32_t u, const uint8_t *exclude, int n,
+                        uint32_t *items, float *scores) {
+  if (n <= 0 || m->n_items == 0) return 0;
+  float *all = strata_malloc((size_t)m->n_items * sizeof *all);
+  if (!all) return strata_err_set(STRATA_ENOMEM, "out of memory scoring items");
+  /* all = H w_u + bi, one BLAS call for the whole catalogue. */
+  memcpy(all, m->bi, (size_t)m->n_items * sizeof *all);
+  cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)m->n_items, m->k, 1.0f, m->H, m->k,
+              m->W + (size_t)u * m->k, 1, 1.0f, all, 1);
+  int got = 0;
+  /* Insertion into a sorted list of n: fine for the small n of a top-N. */
+  for (uint32_t i = 0; i < m->n_items; i++) {
+    if (exclude && exclude[i]) continue;
+    float s = all[i] + m->mu + m->bu[u];
+    if (got == n && s <= scores[n - 1]) continue;
+    int pos = got < n ? got++ : n - 1;
+    while (pos > 0 && scores[pos - 1] < s) {
+      scores[pos] = scores[pos - 1];
+      items[pos] = items[pos - 1];
+      pos--;
+    }
+    scores[pos] = s;
+    items[pos] = i;
+  }
+  strata_free(all);
+  return got;
+}

@@ -1,0 +1,137 @@
+/*
+ * strata/app.h - what an app provides to the engine.
+ *
+ * An app is a struct of callbacks. It never calls MPI: the engine loads the
+ * problem once on the coordinator (rank 0) through `load`, asks `schedule`
+ * for the static schedule of strata, ships each worker its blocks, then on
+ * every worker runs `compute` for each task of each sub-epoch, one pipeline
+ * chunk at a time, while the rotating parameter blocks travel between
+ * workers. The app sees blocks as plain memory it laid out itself.
+ *
+ * Blocks:
+ *  - data blocks: read-only examples (ratings, tokens), one per task;
+ *  - resident parameter blocks: stay on the worker that uses them (W, users);
+ *  - rotating parameter blocks: nrows rows of row_bytes bytes each, moved
+ *    between workers (H, items). The engine cuts each into `depth` chunks of
+ *    rows (strata_chunk_rows) and sends chunk c as soon as compute has
+ *    finished it, so the app must lay out each data block so that the
+ *    examples touching chunk c can be processed on their own;
+ *  - eval blocks (optional): held-out examples that ride with data block d
+ *    and are scored against the whole model at the end of a pass.
+ * The engine copies bytes verbatim; parameter blocks must not hold pointers.
+ */
+#ifndef STRATA_APP_H
+#define STRATA_APP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strata/error.h"
+#include "strata/json.h"
+#include "strata/options.h"
+#include "strata/schedule.h"
+
+#define STRATA_MAX_PARTIALS 16
+#define STRATA_MAX_OBJECTIVES 8
+
+typedef struct strata_block {
+  void *buf;          /* owned by whoever holds the block (strata_alloc_aligned) */
+  size_t len;         /* bytes */
+  uint32_t nrows;     /* rotating blocks: row count (len == nrows * row_bytes) */
+  uint32_t row_bytes; /* rotating blocks: bytes per row; 0 for other blocks */
+} strata_block;
+
+/* What `load` produces on the coordinator. The engine takes ownership of
+ * every buffer (freed with strata_free) once load returns 0. */
+typedef struct strata_problem {
+  void *meta;    /* bytes every worker receives before worker_init (may be NULL) */
+  size_t meta_len;
+  int n_data, n_resident, n_rotating;
+  strata_block *data;     /* n_data entries (strata_malloc'd array) */
+  strata_block *eval;     /* NULL, or n_data entries (len 0 = none for that block) */
+  strata_block *resident; /* n_resident entries, initial values */
+  strata_block *rotating; /* n_rotating entries, initial values */
+  uint64_t n_examples;    /* training examples processed per pass */
+  void *priv;             /* coordinator-only app state (id maps, ...) */
+  void (*priv_free)(void *priv); /* releases priv; called by strata_problem_close */
+} strata_problem;
+
+/* Engine settings every callback may read. */
+typedef struct strata_setup {
+  int workers;     /* P */
+  int strata;      /* B: strata requested (apps block their data B x B) */
+  int depth;       /* pipeline chunks per rotating block */
+  int passes;
+  uint64_t seed;
+  int worker;      /* this worker's index 0..P-1; -1 on the coordinator */
+  const char *mode;       /* "scheduled" or "serial" */
+  const char *model_out;  /* --model-out directory or NULL */
+} strata_setup;
+
+/* One task as compute sees it. Rows of `rotating` outside [row_lo, row_hi)
+ * may be in flight and must not be touched. */
+typedef struct strata_task_view {
+  int pass, subepoch;
+  strata_task ids;
+  const strata_block *data;
+  strata_block *resident;
+  strata_block *rotating;
+  int chunk;
+  uint32_t row_lo, row_hi;
+} strata_task_view;
+
+typedef struct strata_app {
+  const char *name;     /* subcommand, e.g. "mf" */
+  const char *summary;  /* one line for `strata --help` */
+  const char *examples; /* shown at the end of `strata NAME --help` */
+
+  /* Options: a table filling a config struct of config_size bytes. Every
+   * rank parses the same argv, so every rank holds the same config. */
+  const strata_option *options;
+  size_t config_size;
+  /* Optional cross-option checks after parsing; STRATA_EUSAGE + message. */
+  int (*check)(const void *cfg, const strata_setup *setup);
+
+  /* Sums the engine adds up over workers each pass, and the objective values
+   * `objectives` derives from them (names like "train_rmse"). */
+  int n_partials;
+  int n_objectives;
+  const char *const *objective_names;
+
+  /* Coordinator: read and partition the data, initialise parameters. */
+  int (*load)(const void *cfg, const strata_setup *setup, strata_problem *prob);
+  /* Coordinator: the static schedule over the problem's blocks. Must return
+   * a finished schedule for setup->workers workers. */
+  int (*schedule)(const void *cfg, const strata_setup *setup, const strata_problem *prob,
+                  strata_schedule *sched);
+
+  /* Worker: per-worker state from the meta bytes. */
+  int (*worker_init)(const void *cfg, const strata_setup *setup, const void *meta,
+                     size_t meta_len, void **state);
+  void (*worker_free)(void *state);
+  /* Worker: process the part of tv->data touching rows [row_lo, row_hi) of
+   * the rotating block, adding to partials[0..n_partials). */
+  int (*compute)(void *state, const strata_task_view *tv, double *partials);
+  /* Worker, optional: score eval block tv->data against the final state of
+   * the pass (resident and rotating blocks of its task, whole). */
+  int (*evaluate)(void *state, const strata_task_view *tv, double *partials);
+
+  /* Coordinator: objective values from the partials summed over workers. */
+  void (*objectives)(const void *cfg, const strata_problem *prob, const double *partials,
+                     double *values);
+  /* Coordinator, optional: app fields for the metrics summary and the echo
+   * at start (e.g. "rank", "ratings"). */
+  void (*describe)(const void *cfg, const strata_problem *prob, strata_json *j);
+  /* Coordinator, optional: write the final model (blocks hold final values). */
+  int (*export_model)(const void *cfg, const strata_setup *setup, const strata_problem *prob,
+                      const char *dir);
+} strata_app;
+
+/* Releases every buffer of a problem and zeroes it; safe on a zeroed one. */
+STRATA_EXPORT void strata_problem_close(strata_problem *prob);
+
+/* Allocates the block arrays of a problem (zeroed). 0 or STRATA_ENOMEM. */
+STRATA_EXPORT int strata_problem_alloc(strata_problem *prob, int n_data, int n_resident,
+                                       int n_rotating, int with_eval);
+
+#endif

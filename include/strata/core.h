@@ -1,0 +1,86 @@
+/*
+ * strata/core.h - allocation, clocks, random numbers, logging and atomic file
+ * output shared by every module.
+ */
+#ifndef STRATA_CORE_H
+#define STRATA_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "strata/error.h"
+
+/* ---- allocation ------------------------------------------------------ */
+/*
+ * Every allocation in strata goes through these so that live bytes can be
+ * counted and failure injected in tests. strata_free(NULL) is a no-op.
+ * strata_alloc_aligned returns memory aligned to 64 bytes, freed with
+ * strata_free like any other.
+ */
+STRATA_EXPORT void *strata_malloc(size_t n);
+STRATA_EXPORT void *strata_calloc(size_t count, size_t size);
+STRATA_EXPORT void *strata_realloc(void *p, size_t n);
+STRATA_EXPORT void *strata_alloc_aligned(size_t n);
+STRATA_EXPORT void strata_free(void *p);
+/* Bytes currently allocated through the wrappers (all threads). */
+STRATA_EXPORT size_t strata_alloc_live(void);
+/* Test hook: the n-th allocation from now fails (n >= 1); 0 disarms. */
+STRATA_EXPORT void strata_alloc_fail_after(long n);
+
+/* ---- time ------------------------------------------------------------ */
+/* Monotonic wall clock in seconds. */
+STRATA_EXPORT double strata_now(void);
+/* CPU seconds (user + system) used by this process so far. */
+STRATA_EXPORT double strata_cpu_seconds(void);
+
+/* ---- random numbers -------------------------------------------------- */
+/* xoshiro256** seeded through splitmix64: fast, deterministic for a seed. */
+typedef struct strata_rng {
+  uint64_t s[4];
+} strata_rng;
+
+STRATA_EXPORT void strata_rng_seed(strata_rng *rng, uint64_t seed);
+STRATA_EXPORT uint64_t strata_rng_next(strata_rng *rng);
+/* Uniform double in [0, 1). */
+STRATA_EXPORT double strata_rng_uniform(strata_rng *rng);
+/* Uniform integer in [0, n), n > 0, without modulo bias. */
+STRATA_EXPORT uint64_t strata_rng_below(strata_rng *rng, uint64_t n);
+/* Standard normal deviate (Box-Muller, no cached second value). */
+STRATA_EXPORT double strata_rng_normal(strata_rng *rng);
+/* splitmix64 step: a well-mixed hash of x, used to derive sub-seeds. */
+STRATA_EXPORT uint64_t strata_mix64(uint64_t x);
+
+/* ---- logging --------------------------------------------------------- */
+typedef enum {
+  STRATA_LOG_ERROR = 0,
+  STRATA_LOG_WARN = 1,
+  STRATA_LOG_INFO = 2,
+  STRATA_LOG_DEBUG = 3
+} strata_log_level;
+
+/* Libraries report through this callback; the CLI installs one that prints
+ * rank, role, elapsed time and level. Without one, messages are dropped. */
+typedef void (*strata_log_fn)(void *ud, strata_log_level level, const char *msg);
+STRATA_EXPORT void strata_log_set(strata_log_fn fn, void *ud, strata_log_level max_level);
+STRATA_EXPORT void strata_log(strata_log_level level, const char *fmt, ...) STRATA_PRINTF(2, 3);
+
+/* ---- atomic output --------------------------------------------------- */
+/*
+ * Writes a file so that readers see either nothing or the whole of it: the
+ * content goes to "<path>.tmp.<pid>", which is renamed over path only on
+ * success. `fill` writes through the FILE* and returns 0 or a STRATA_E* code;
+ * on any failure the temporary file is removed and the code returned, with a
+ * message naming path.
+ */
+typedef int (*strata_fill_fn)(FILE *f, void *ud);
+STRATA_EXPORT int strata_write_atomic(const char *path, strata_fill_fn fill, void *ud);
+
+/* Checks that a file could be created at path (its directory exists and is
+ * writable) without creating it, so runs fail before doing the work. */
+STRATA_EXPORT int strata_check_writable(const char *path);
+
+/* Rounds n up to a multiple of m (m > 0). */
+static inline size_t strata_round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
+
+#endif

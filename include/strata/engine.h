@@ -1,0 +1,88 @@
+/*
+ * strata/engine.h - running an app: roles, passes, metrics.
+ *
+ * strata_engine_run is called on every rank with the same app, config and
+ * options. In scheduled mode rank 0 becomes the coordinator and ranks 1..P
+ * the workers; in serial mode one process runs the same load, schedule and
+ * compute path with P = 1 and no messages.
+ */
+#ifndef STRATA_ENGINE_H
+#define STRATA_ENGINE_H
+
+#include <stdint.h>
+
+#include "strata/app.h"
+#include "strata/transport.h"
+
+typedef struct strata_engine_opts {
+  const char *mode;        /* "scheduled" (default) or "serial" */
+  int strata;              /* B; 0 = number of workers */
+  int depth;               /* pipeline chunks per rotating block, >= 1 */
+  int passes;              /* >= 1 */
+  uint64_t seed;
+  const char *metrics_out; /* JSON summary path or NULL */
+  const char *model_out;   /* model directory or NULL */
+  int progress;            /* log one line per pass at INFO */
+} strata_engine_opts;
+
+typedef struct strata_worker_stats {
+  double time_s;    /* pass wall time on that worker (processing + waits) */
+  double compute_s; /* inside compute callbacks */
+  double wait_s;    /* blocked on incoming chunks or outgoing buffers */
+  double eval_s;    /* model exchange and evaluation, outside time_s */
+  double cpu_s;     /* process CPU time over the pass */
+  uint64_t bytes_sent, bytes_recv; /* block traffic, evaluation excluded */
+  uint64_t eval_bytes;
+} strata_worker_stats;
+
+typedef struct strata_pass_stats {
+  int pass;                 /* 1-based */
+  double time_s;            /* max over workers */
+  double compute_s, wait_s; /* max over workers */
+  double eval_s;
+  uint64_t bytes_sent, bytes_recv; /* sum over workers */
+  double objectives[STRATA_MAX_OBJECTIVES];
+} strata_pass_stats;
+
+/* Everything a run measured; filled on the coordinator (rank 0). */
+typedef struct strata_run_result {
+  const strata_app *app;
+  const void *cfg;
+  const char *mode;
+  int workers, strata, depth, passes;
+  uint64_t n_examples;
+  double load_s;          /* app load + schedule on the coordinator */
+  double setup_s;         /* shipping blocks to workers */
+  double wall_s;          /* training passes, first start to last report */
+  double time_per_pass_s; /* median of pass times, passes 2..N (pass 1 if N = 1) */
+  double updates_per_s;   /* n_examples / time_per_pass_s */
+  double coordinator_cpu_s, coordinator_wall_s;
+  strata_pass_stats *per_pass;         /* passes entries */
+  strata_worker_stats *per_pass_worker; /* passes * workers entries */
+  strata_worker_stats *worker_total;   /* workers entries */
+  double objectives[STRATA_MAX_OBJECTIVES]; /* of the last pass */
+  strata_problem problem; /* as loaded; parameter blocks hold final values
+                             when the model was exported, data is freed */
+} strata_run_result;
+
+/*
+ * Runs app on this rank. t is the MPI transport (scheduled mode) or NULL
+ * (serial mode). On rank 0, result (zeroed by the caller) receives the
+ * metrics; release it with strata_run_result_close. Returns 0, or a negative
+ * code with strata_err_msg() set on the rank that detected the problem;
+ * STRATA_EPEER on workers told by the coordinator that the run failed.
+ */
+STRATA_EXPORT int strata_engine_run(const strata_app *app, void *cfg,
+                                    const strata_engine_opts *opts, strata_transport *t,
+                                    strata_run_result *result);
+
+STRATA_EXPORT void strata_run_result_close(strata_run_result *r);
+
+/* Writes the JSON summary atomically (temp file + rename). */
+STRATA_EXPORT int strata_metrics_write(const char *path, const strata_run_result *r,
+                                       const char *const *argv, int argc);
+
+/* Median of n doubles (copied, input untouched); NaN when n == 0. */
+STRATA_EXPORT double strata_median(const double *v, int n);
+
+#endif

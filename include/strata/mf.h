@@ -1,0 +1,110 @@
+/*
+ * strata/mf.h - matrix factorisation by DSGD (apps/mf).
+ *
+ * Model: r_ui ~ mu + b_u + b_i + <w_u, h_i>, squared loss with L2 (lambda on
+ * factors, lambda_bias on biases), float32 factors of rank k. Users are the
+ * row side (W, resident blocks), items the column side (H, rotating blocks).
+ *
+ * Parameter rows are laid out as `stride` floats: k factors padded with
+ * zeros to a multiple of 16 (kpad), then a 16-float tail holding the bias
+ * (tail[0]) and, with AdaGrad, the squared-gradient accumulators of the
+ * factors (tail[1]) and the bias (tail[2]). Padding stays zero under updates.
+ *
+ * Learning rate of pass t (0-based): plain SGD uses lr / (1 + lr_decay * t);
+ * with AdaGrad each row's step is lr / sqrt(G) where G starts at 1 and adds
+ * the mean squared gradient of that row's factors at every update (biases
+ * likewise with their own accumulator), and lr_decay is not applied.
+ */
+#ifndef STRATA_MF_H
+#define STRATA_MF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strata/app.h"
+
+#define STRATA_MF_TAIL 16
+
+/* The "mf" app. */
+STRATA_EXPORT extern const strata_app strata_app_mf;
+
+typedef struct strata_mf_config {
+  const char *data;    /* file path or "synth:..." */
+  const char *format;  /* strata_format name */
+  const char *test;    /* test file or NULL */
+  double test_fraction;
+  int rank;
+  double lr, lr_decay;
+  double lambda, lambda_bias;
+  double init_scale;
+  int no_bias;
+  int adagrad;
+} strata_mf_config;
+
+/* One training example inside a data block: indices local to the block's
+ * resident (user) and rotating (item) blocks. */
+typedef struct strata_mf_entry {
+  uint32_t u, i;
+  float r;
+} strata_mf_entry;
+
+/* Hyper-parameters of one pass, as the kernel sees them. */
+typedef struct strata_mf_step {
+  int k, kpad, stride;
+  float mu;
+  float lr;       /* this pass's rate */
+  float lambda, lambda_bias;
+  int bias;       /* learn biases */
+  int adagrad;
+} strata_mf_step;
+
+/* Rounds k up to the padded width. */
+static inline int strata_mf_kpad(int k) { return (k + 15) / 16 * 16; }
+
+/*
+ * Runs SGD over n entries in order, updating rows of W (users) and H (items)
+ * in place. Returns the sum of squared errors measured before each update.
+ */
+STRATA_EXPORT double strata_mf_sgd(const strata_mf_step *st, const strata_mf_entry *e, size_t n,
+                                   float *W, float *H);
+
+/* Prediction for one user row and item row (either may be NULL: unseen). */
+STRATA_EXPORT float strata_mf_predict(const strata_mf_step *st, const float *w, const float *h);
+
+/* Loss of one example as SGD sees it (for gradient checks):
+ * 0.5 (r - pred)^2 + 0.5 lambda (|w|^2 + |h|^2) + 0.5 lambda_bias (bu^2 + bi^2). */
+STRATA_EXPORT double strata_mf_loss(const strata_mf_step *st, const float *w, const float *h,
+                                    float r);
+
+/* Fills a parameter row deterministically from (seed, side, global index):
+ * factors ~ N(0, (scale)^2 / k), bias 0, accumulators 1. */
+STRATA_EXPORT void strata_mf_init_row(float *row, int k, int stride, double scale, uint64_t seed,
+                                      int side, uint64_t index);
+
+/* ---- exported models (--model-out DIR) -------------------------------- */
+typedef struct strata_mf_model {
+  int k;
+  float mu;
+  int bias;
+  uint32_t n_users, n_items;
+  float *W, *H;    /* n x k, row-major, dense index order */
+  float *bu, *bi;  /* n */
+  int64_t *user_ids, *item_ids; /* original ids of dense indices */
+} strata_mf_model;
+
+/* Reads DIR written by --model-out. Errors name the file. */
+STRATA_EXPORT int strata_mf_model_read(const char *dir, strata_mf_model *m);
+STRATA_EXPORT void strata_mf_model_close(strata_mf_model *m);
+/* Writes a model into DIR (created if missing), each file atomically. */
+STRATA_EXPORT int strata_mf_model_write(const char *dir, const strata_mf_model *m);
+
+/* Score of (user, item) by dense indices. */
+STRATA_EXPORT float strata_mf_model_score(const strata_mf_model *m, uint32_t u, uint32_t i);
+
+/* The top n items for user u by score (OpenBLAS sgemv over all items),
+ * skipping items with exclude[i] != 0 (exclude may be NULL). Writes up to n
+ * indices and scores, best first; returns how many. */
+STRATA_EXPORT int strata_mf_model_top(const strata_mf_model *m, uint32_t u, const uint8_t *exclude,
+                                      int n, uint32_t *items, float *scores);
+
+#endif

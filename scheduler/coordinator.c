@@ -1,0 +1,397 @@
+/*
+ * The coordinator (rank 0): loads the problem once, computes the static
+ * schedule, ships each worker its blocks, then only listens: one report per
+ * worker per pass, from which it prints progress and builds the metrics. It
+ * is never between two sub-epochs of a worker.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "scheduler/protocol.h"
+#include "strata/core.h"
+
+void strata_problem_close(strata_problem *p) {
+  for (int i = 0; p->data && i < p->n_data; i++) strata_free(p->data[i].buf);
+  for (int i = 0; p->eval && i < p->n_data; i++) strata_free(p->eval[i].buf);
+  for (int i = 0; p->resident && i < p->n_resident; i++) strata_free(p->resident[i].buf);
+  for (int i = 0; p->rotating && i < p->n_rotating; i++) strata_free(p->rotating[i].buf);
+  strata_free(p->data);
+  strata_free(p->eval);
+  strata_free(p->resident);
+  strata_free(p->rotating);
+  strata_free(p->meta);
+  if (p->priv && p->priv_free) p->priv_free(p->priv);
+  memset(p, 0, sizeof *p);
+}
+
+int strata_problem_alloc(strata_problem *p, int n_data, int n_resident, int n_rotating,
+                         int with_eval) {
+  p->n_data = n_data;
+  p->n_resident = n_resident;
+  p->n_rotating = n_rotating;
+  p->data = strata_calloc((size_t)n_data, sizeof(strata_block));
+  p->eval = with_eval ? strata_calloc((size_t)n_data, sizeof(strata_block)) : NULL;
+  p->resident = strata_calloc((size_t)n_resident, sizeof(strata_block));
+  p->rotating = strata_calloc((size_t)n_rotating, sizeof(strata_block));
+  if (!p->data || (with_eval && !p->eval) || !p->resident || !p->rotating) {
+    strata_problem_close(p);
+    return strata_err_set(STRATA_ENOMEM, "out of memory allocating the problem");
+  }
+  return 0;
+}
+
+typedef struct coord {
+  const strata_app *app;
+  const void *cfg;
+  const strata_engine_opts *opts;
+  strata_setup setup;
+  strata_problem prob;
+  strata_schedule sched;
+  strata_run_result *res;
+  double t_train0;
+  double partials[STRATA_MAX_PARTIALS];
+  int reports_in; /* reports received for the pass being assembled */
+} coord;
+
+static int alloc_result(coord *c) {
+  strata_run_result *r = c->res;
+  int P = c->setup.workers, N = c->setup.passes;
+  r->app = c->app;
+  r->cfg = c->cfg;
+  r->mode = c->setup.mode;
+  r->workers = P;
+  r->strata = c->setup.strata;
+  r->depth = c->setup.depth;
+  r->passes = N;
+  r->per_pass = strata_calloc((size_t)N, sizeof *r->per_pass);
+  r->per_pass_worker = strata_calloc((size_t)N * (size_t)P, sizeof *r->per_pass_worker);
+  r->worker_total = strata_calloc((size_t)P, sizeof *r->worker_total);
+  if (!r->per_pass || !r->per_pass_worker || !r->worker_total)
+    return strata_err_set(STRATA_ENOMEM, "coordinator: out of memory");
+  return 0;
+}
+
+/* Folds one worker's report into the pass; logs the pass when complete. */
+static int take_report(void *ud, const pass_report *rep) {
+  coord *c = ud;
+  strata_run_result *r = c->res;
+  int P = c->setup.workers;
+  if (rep->pass < 1 || rep->pass > c->setup.passes || rep->worker < 0 || rep->worker >= P)
+    return strata_err_set(STRATA_ECOMM, "coordinator: bad report (pass %d, worker %d)", rep->pass,
+                          rep->worker);
+  int pi = rep->pass - 1;
+  strata_pass_stats *ps = &r->per_pass[pi];
+  const strata_worker_stats *ws = &rep->stats;
+  r->per_pass_worker[(size_t)pi * (size_t)P + (size_t)rep->worker] = *ws;
+  strata_worker_stats *tot = &r->worker_total[rep->worker];
+  tot->time_s += ws->time_s;
+  tot->compute_s += ws->compute_s;
+  tot->wait_s += ws->wait_s;
+  tot->eval_s += ws->eval_s;
+  tot->cpu_s += ws->cpu_s;
+  tot->bytes_sent += ws->bytes_sent;
+  tot->bytes_recv += ws->bytes_recv;
+  tot->eval_bytes += ws->eval_bytes;
+  ps->pass = rep->pass;
+  ps->time_s = fmax(ps->time_s, ws->time_s);
+  ps->compute_s = fmax(ps->compute_s, ws->compute_s);
+  ps->wait_s = fmax(ps->wait_s, ws->wait_s);
+  ps->eval_s = fmax(ps->eval_s, ws->eval_s);
+  ps->bytes_sent += ws->bytes_sent;
+  ps->bytes_recv += ws->bytes_recv;
+  for (int i = 0; i < c->app->n_partials; i++) c->partials[i] += rep->partials[i];
+  if (++c->reports_in < P) return 0;
+
+  c->reports_in = 0;
+  c->app->objectives(c->cfg, &c->prob, c->partials, ps->objectives);
+  memset(c->partials, 0, sizeof c->partials);
+  memcpy(r->objectives, ps->objectives, sizeof r->objectives);
+  if (c->opts->progress) {
+    char obj[256] = "";
+    size_t used = 0;
+    for (int i = 0; i < c->app->n_objectives && used < sizeof obj; i++)
+      used += (size_t)snprintf(obj + used, sizeof obj - used, "  %s %.4f",
+                               c->app->objective_names[i], ps->objectives[i]);
+    double rate = ps->time_s > 0 ? (double)c->prob.n_examples / ps->time_s / 1e6 : 0;
+    strata_log(STRATA_LOG_INFO, "pass %d/%d  %.3fs  %.1f M/s  wait %.1f%%%s", rep->pass,
+               c->setup.passes, ps->time_s, rate,
+               ps->time_s > 0 ? 100.0 * ps->wait_s / ps->time_s : 0.0, obj);
+  }
+  return 0;
+}
+
+static void finish_result(coord *c) {
+  strata_run_result *r = c->res;
+  r->n_examples = c->prob.n_examples;
+  r->wall_s = strata_now() - c->t_train0;
+  int N = c->setup.passes;
+  double times[N];
+  for (int i = 0; i < N; i++) times[i] = r->per_pass[i].time_s;
+  r->time_per_pass_s = N > 1 ? strata_median(times + 1, N - 1) : times[0];
+  r->updates_per_s = r->time_per_pass_s > 0 ? (double)r->n_examples / r->time_per_pass_s : 0;
+}
+
+static int send_all(strata_transport *t, strata_req **reqs, int *n, int *cap, const void *buf,
+                    size_t len, int dst, int tag) {
+  if (*n == *cap) {
+    int nc = *cap ? 2 * *cap : 64;
+    strata_req *nr = strata_realloc(*reqs, (size_t)nc * sizeof *nr);
+    if (!nr) return strata_err_set(STRATA_ENOMEM, "coordinator: out of memory");
+    *reqs = nr;
+    *cap = nc;
+  }
+  (*reqs)[*n] = (strata_req){0};
+  int rc = t->isend(t->impl, buf, len, dst, tag, &(*reqs)[*n]);
+  if (!rc) (*n)++;
+  return rc;
+}
+
+/* Tells every worker the run failed before it began, so all ranks end. */
+static void send_failure(strata_transport *t, int code) {
+  setup_header h;
+  memset(&h, 0, sizeof h);
+  h.status = code;
+  int P = t->size - 1;
+  strata_req reqs[P > 0 ? P : 1];
+  for (int w = 0; w < P; w++) {
+    reqs[w] = (strata_req){0};
+    t->isend(t->impl, &h, sizeof h, w + 1, TAG_HEADER, &reqs[w]);
+  }
+  strata__loop_wait_all(t, reqs, P);
+}
+
+static int ship(coord *c, strata_transport *t, void *sched_buf, size_t sched_len,
+                block_desc *desc, setup_header *h) {
+  strata_problem *p = &c->prob;
+  int P = c->setup.workers, n = 0, cap = 0, rc = 0;
+  strata_req *reqs = NULL;
+  size_t ndesc = (size_t)p->n_data * (h->has_eval ? 2 : 1) + (size_t)p->n_resident +
+                 (size_t)p->n_rotating;
+  for (int w = 0; w < P && !rc; w++) {
+    int dst = w + 1;
+    rc = send_all(t, &reqs, &n, &cap, h, sizeof *h, dst, TAG_HEADER);
+    if (!rc && p->meta_len) rc = send_all(t, &reqs, &n, &cap, p->meta, p->meta_len, dst, TAG_META);
+    if (!rc) rc = send_all(t, &reqs, &n, &cap, sched_buf, sched_len, dst, TAG_SCHED);
+    if (!rc) rc = send_all(t, &reqs, &n, &cap, desc, ndesc * sizeof *desc, dst, TAG_DESC);
+    for (int i = 0; i < p->n_data && !rc; i++)
+      if (strata_schedule_data_owner(&c->sched, i) == w && p->data[i].len)
+        rc = send_all(t, &reqs, &n, &cap, p->data[i].buf, p->data[i].len, dst, TAG_BLOCK);
+    for (int i = 0; i < p->n_data && !rc && h->has_eval; i++)
+      if (strata_schedule_data_owner(&c->sched, i) == w && p->eval[i].len)
+        rc = send_all(t, &reqs, &n, &cap, p->eval[i].buf, p->eval[i].len, dst, TAG_BLOCK);
+    for (int i = 0; i < p->n_resident && !rc; i++)
+      if (strata_schedule_resident_owner(&c->sched, i) == w && p->resident[i].len)
+        rc = send_all(t, &reqs, &n, &cap, p->resident[i].buf, p->resident[i].len, dst, TAG_BLOCK);
+    for (int i = 0; i < p->n_rotating && !rc; i++)
+      if (strata_schedule_rotating_holder(&c->sched, i, 0) == w && p->rotating[i].len)
+        rc = send_all(t, &reqs, &n, &cap, p->rotating[i].buf, p->rotating[i].len, dst, TAG_BLOCK);
+  }
+  if (!rc) rc = strata__loop_wait_all(t, reqs, n);
+  strata_free(reqs);
+  return rc;
+}
+
+static int load_and_schedule(coord *c) {
+  int rc = c->app->load(c->cfg, &c->setup, &c->prob);
+  if (rc) return rc;
+  if (c->prob.n_examples == 0) return strata_err_set(STRATA_EEMPTY, "no training examples");
+  rc = c->app->schedule(c->cfg, &c->setup, &c->prob, &c->sched);
+  if (rc) return rc;
+  if (c->sched.n_workers != c->setup.workers || c->sched.n_data != c->prob.n_data ||
+      c->sched.n_resident != c->prob.n_resident || c->sched.n_rotating != c->prob.n_rotating)
+    return strata_err_set(STRATA_ESCHED, "%s: schedule does not match the problem's blocks",
+                          c->app->name);
+  for (int i = 0; i < c->prob.n_rotating; i++) {
+    const strata_block *b = &c->prob.rotating[i];
+    if ((size_t)b->nrows * b->row_bytes != b->len)
+      return strata_err_set(STRATA_EINVAL, "%s: rotating block %d is not nrows x row_bytes",
+                            c->app->name, i);
+  }
+  return 0;
+}
+
+static int export_model(coord *c) {
+  if (!c->setup.model_out || !c->app->export_model) return 0;
+  return c->app->export_model(c->cfg, &c->setup, &c->prob, c->setup.model_out);
+}
+
+static int run_coordinator(coord *c, strata_transport *t) {
+  strata_problem *p = &c->prob;
+  void *sched_buf = NULL;
+  size_t sched_len = 0;
+  block_desc *desc = NULL;
+  pass_report *reps = NULL;
+  strata_req *reqs = NULL;
+  int P = c->setup.workers;
+  double t0 = strata_now();
+  int rc = load_and_schedule(c);
+  if (!rc) rc = strata_schedule_pack(&c->sched, &sched_buf, &sched_len);
+  if (rc) {
+    send_failure(t, rc);
+    goto done;
+  }
+  c->res->load_s = strata_now() - t0;
+
+  setup_header h;
+  memset(&h, 0, sizeof h);
+  h.has_eval = p->eval != NULL;
+  h.n_data = p->n_data;
+  h.n_resident = p->n_resident;
+  h.n_rotating = p->n_rotating;
+  h.meta_len = p->meta_len;
+  h.sched_len = sched_len;
+  h.n_examples = p->n_examples;
+  size_t nd = (size_t)p->n_data, ndesc = nd * (h.has_eval ? 2 : 1) + (size_t)p->n_resident +
+                                         (size_t)p->n_rotating;
+  desc = strata_malloc(ndesc * sizeof *desc);
+  if (!desc) {
+    rc = strata_err_set(STRATA_ENOMEM, "coordinator: out of memory");
+    send_failure(t, rc);
+    goto done;
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < nd; i++) desc[k++] = (block_desc){p->data[i].len, p->data[i].nrows, p->data[i].row_bytes};
+  for (size_t i = 0; i < nd && h.has_eval; i++) desc[k++] = (block_desc){p->eval[i].len, p->eval[i].nrows, p->eval[i].row_bytes};
+  for (int i = 0; i < p->n_resident; i++) desc[k++] = (block_desc){p->resident[i].len, p->resident[i].nrows, p->resident[i].row_bytes};
+  for (int i = 0; i < p->n_rotating; i++) desc[k++] = (block_desc){p->rotating[i].len, p->rotating[i].nrows, p->rotating[i].row_bytes};
+
+  double t1 = strata_now();
+  if ((rc = ship(c, t, sched_buf, sched_len, desc, &h))) goto done;
+  c->res->setup_s = strata_now() - t1;
+  /* The workers own the data now; the coordinator keeps only descriptors. */
+  for (int i = 0; i < p->n_data; i++) {
+    strata_free(p->data[i].buf);
+    p->data[i].buf = NULL;
+    if (p->eval) {
+      strata_free(p->eval[i].buf);
+      p->eval[i].buf = NULL;
+    }
+  }
+
+  c->t_train0 = strata_now();
+  reps = strata_malloc((size_t)P * sizeof *reps);
+  reqs = strata_calloc((size_t)P, sizeof *reqs);
+  if (!reps || !reqs) {
+    rc = strata_err_set(STRATA_ENOMEM, "coordinator: out of memory");
+    goto done;
+  }
+  for (int pass = 0; pass < c->setup.passes && !rc; pass++) {
+    for (int w = 0; w < P && !rc; w++)
+      rc = t->irecv(t->impl, &reps[w], sizeof reps[w], w + 1, TAG_REPORT, &reqs[w]);
+    if (!rc) rc = strata__loop_wait_all(t, reqs, P);
+    for (int w = 0; w < P && !rc; w++) rc = take_report(c, &reps[w]);
+  }
+  if (rc) goto done;
+  finish_result(c);
+
+  if (c->setup.model_out) {
+    int n = 0, cap = 0;
+    strata_req *er = NULL;
+    int S = c->sched.n_subepochs;
+    for (int w = 0; w < P && !rc; w++) {
+      for (int i = 0; i < p->n_resident && !rc; i++)
+        if (strata_schedule_resident_owner(&c->sched, i) == w && p->resident[i].len) {
+          if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            strata_req *nr = strata_realloc(er, (size_t)cap * sizeof *nr);
+            if (!nr) { rc = strata_err_set(STRATA_ENOMEM, "coordinator: out of memory"); break; }
+            er = nr;
+          }
+          er[n] = (strata_req){0};
+          rc = t->irecv(t->impl, p->resident[i].buf, p->resident[i].len, w + 1, TAG_EXPORT, &er[n++]);
+        }
+      for (int i = 0; i < p->n_rotating && !rc; i++)
+        if (strata_schedule_rotating_holder(&c->sched, i, S - 1) == w && p->rotating[i].len) {
+          if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            strata_req *nr = strata_realloc(er, (size_t)cap * sizeof *nr);
+            if (!nr) { rc = strata_err_set(STRATA_ENOMEM, "coordinator: out of memory"); break; }
+            er = nr;
+          }
+          er[n] = (strata_req){0};
+          rc = t->irecv(t->impl, p->rotating[i].buf, p->rotating[i].len, w + 1, TAG_EXPORT, &er[n++]);
+        }
+    }
+    if (!rc) rc = strata__loop_wait_all(t, er, n);
+    strata_free(er);
+    if (!rc) rc = export_model(c);
+  }
+done:
+  strata_free(sched_buf);
+  strata_free(desc);
+  strata_free(reps);
+  strata_free(reqs);
+  return rc;
+}
+
+/* Serial mode: the same load, schedule and worker loop in one process; the
+ * blocks move from the problem into the worker and back, never copied. */
+static int run_serial(coord *c) {
+  strata_problem *p = &c->prob;
+  strata__worker w;
+  memset(&w, 0, sizeof w);
+  double t0 = strata_now();
+  int rc = load_and_schedule(c);
+  if (rc) return rc;
+  c->res->load_s = strata_now() - t0;
+  w.app = c->app;
+  w.cfg = c->cfg;
+  w.setup = c->setup;
+  w.setup.worker = 0;
+  w.me = 0;
+  w.has_eval = p->eval != NULL;
+  w.report = take_report;
+  w.report_ud = c;
+  w.sched = c->sched;
+  w.data = p->data;
+  w.eval = p->eval;
+  w.res = p->resident;
+  w.rot = p->rotating;
+  rc = c->app->worker_init(c->cfg, &w.setup, p->meta, p->meta_len, &w.state);
+  c->t_train0 = strata_now();
+  if (!rc) rc = strata__worker_loop(&w);
+  if (w.state && c->app->worker_free) c->app->worker_free(w.state);
+  if (rc) return rc;
+  finish_result(c);
+  return export_model(c);
+}
+
+int strata_engine_run(const strata_app *app, void *cfg, const strata_engine_opts *opts,
+                      strata_transport *t, strata_run_result *result) {
+  int serial = t == NULL;
+  int P = serial ? 1 : t->size - 1;
+  if (!serial && t->rank > 0) return strata__worker_main(app, cfg, opts, t);
+
+  coord c;
+  memset(&c, 0, sizeof c);
+  c.app = app;
+  c.cfg = cfg;
+  c.opts = opts;
+  c.res = result;
+  c.setup = (strata_setup){.workers = P,
+                           .strata = opts->strata ? opts->strata : P,
+                           .depth = opts->depth,
+                           .passes = opts->passes,
+                           .seed = opts->seed,
+                           .worker = -1,
+                           .mode = opts->mode,
+                           .model_out = opts->model_out};
+  double cpu0 = strata_cpu_seconds(), wall0 = strata_now();
+  int rc = alloc_result(&c);
+  if (rc) {
+    if (!serial) send_failure(t, rc);
+  } else {
+    rc = serial ? run_serial(&c) : run_coordinator(&c, t);
+  }
+  result->coordinator_cpu_s = strata_cpu_seconds() - cpu0;
+  result->coordinator_wall_s = strata_now() - wall0;
+  strata_schedule_close(&c.sched);
+  /* The result keeps the problem for describe() and the caller; training
+   * data is no longer needed. */
+  for (int i = 0; c.prob.data && i < c.prob.n_data; i++) {
+    strata_free(c.prob.data[i].buf);
+    c.prob.data[i].buf = NULL;
+  }
+  result->problem = c.prob;
+  return rc;
+}

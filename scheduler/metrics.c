@@ -1,0 +1,137 @@
+/*
+ * The run summary: the JSON object benchmarks and plots consume.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "strata/core.h"
+#include "strata/engine.h"
+#include "strata_build_info.h"
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+double strata_median(const double *v, int n) {
+  if (n <= 0) return 0.0 / 0.0;
+  double *c = strata_malloc((size_t)n * sizeof *c);
+  if (!c) return 0.0 / 0.0;
+  memcpy(c, v, (size_t)n * sizeof *c);
+  qsort(c, (size_t)n, sizeof *c, cmp_double);
+  double m = n % 2 ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
+  strata_free(c);
+  return m;
+}
+
+void strata_run_result_close(strata_run_result *r) {
+  strata_free(r->per_pass);
+  strata_free(r->per_pass_worker);
+  strata_free(r->worker_total);
+  strata_problem_close(&r->problem);
+  memset(r, 0, sizeof *r);
+}
+
+typedef struct metrics_args {
+  const strata_run_result *r;
+  const char *const *argv;
+  int argc;
+} metrics_args;
+
+static void write_stats(strata_json *j, const strata_worker_stats *s) {
+  strata_json_number(j, "time_s", s->time_s);
+  strata_json_number(j, "compute_s", s->compute_s);
+  strata_json_number(j, "wait_s", s->wait_s);
+  strata_json_number(j, "eval_s", s->eval_s);
+  strata_json_number(j, "cpu_s", s->cpu_s);
+  strata_json_int(j, "bytes_sent", (int64_t)s->bytes_sent);
+  strata_json_int(j, "bytes_recv", (int64_t)s->bytes_recv);
+  strata_json_int(j, "eval_bytes", (int64_t)s->eval_bytes);
+}
+
+static int fill(FILE *f, void *ud) {
+  const metrics_args *a = ud;
+  const strata_run_result *r = a->r;
+  const strata_app *app = r->app;
+  strata_json j;
+  strata_json_init(&j, f);
+  strata_json_object_begin(&j, NULL);
+  strata_json_string(&j, "app", app->name);
+  strata_json_string(&j, "mode", r->mode);
+  strata_json_int(&j, "workers", r->workers);
+  strata_json_int(&j, "strata", r->strata);
+  strata_json_int(&j, "depth", r->depth);
+  strata_json_int(&j, "passes", r->passes);
+  if (app->describe) app->describe(r->cfg, &r->problem, &j);
+  strata_json_int(&j, "examples", (int64_t)r->n_examples);
+  strata_json_number(&j, "load_s", r->load_s);
+  strata_json_number(&j, "setup_s", r->setup_s);
+  strata_json_number(&j, "wall_s", r->wall_s);
+  strata_json_number(&j, "time_per_pass_s", r->time_per_pass_s);
+  strata_json_number(&j, "updates_per_s", r->updates_per_s);
+  for (int i = 0; i < app->n_objectives; i++)
+    strata_json_number(&j, app->objective_names[i], r->objectives[i]);
+  strata_json_number(&j, "coordinator_cpu_s", r->coordinator_cpu_s);
+  strata_json_number(&j, "coordinator_wall_s", r->coordinator_wall_s);
+  strata_json_array_begin(&j, "per_pass");
+  for (int p = 0; p < r->passes; p++) {
+    const strata_pass_stats *ps = &r->per_pass[p];
+    strata_json_object_begin(&j, NULL);
+    strata_json_int(&j, "pass", ps->pass);
+    strata_json_number(&j, "time_s", ps->time_s);
+    strata_json_number(&j, "compute_s", ps->compute_s);
+    strata_json_number(&j, "wait_s", ps->wait_s);
+    strata_json_number(&j, "eval_s", ps->eval_s);
+    strata_json_int(&j, "bytes_sent", (int64_t)ps->bytes_sent);
+    strata_json_int(&j, "bytes_recv", (int64_t)ps->bytes_recv);
+    for (int i = 0; i < app->n_objectives; i++)
+      strata_json_number(&j, app->objective_names[i], ps->objectives[i]);
+    strata_json_array_begin(&j, "workers");
+    for (int w = 0; w < r->workers; w++) {
+      strata_json_object_begin(&j, NULL);
+      write_stats(&j, &r->per_pass_worker[(size_t)p * (size_t)r->workers + (size_t)w]);
+      strata_json_object_end(&j);
+    }
+    strata_json_array_end(&j);
+    strata_json_object_end(&j);
+  }
+  strata_json_array_end(&j);
+  strata_json_array_begin(&j, "workers_total");
+  for (int w = 0; w < r->workers; w++) {
+    strata_json_object_begin(&j, NULL);
+    strata_json_int(&j, "worker", w);
+    write_stats(&j, &r->worker_total[w]);
+    strata_json_object_end(&j);
+  }
+  strata_json_array_end(&j);
+  strata_json_object_begin(&j, "build");
+  strata_json_string(&j, "version", STRATA_VERSION);
+  strata_json_string(&j, "git_rev", STRATA_GIT_REV);
+  strata_json_string(&j, "flags", STRATA_BUILD_FLAGS);
+  strata_json_string(&j, "compiler", STRATA_COMPILER);
+  strata_json_object_end(&j);
+  struct utsname u;
+  char host[256] = "unknown";
+  gethostname(host, sizeof host);
+  strata_json_object_begin(&j, "machine");
+  strata_json_string(&j, "host", host);
+  if (uname(&u) == 0) {
+    strata_json_string(&j, "os", u.sysname);
+    strata_json_string(&j, "arch", u.machine);
+  }
+  strata_json_int(&j, "cpus", sysconf(_SC_NPROCESSORS_ONLN));
+  strata_json_object_end(&j);
+  strata_json_array_begin(&j, "argv");
+  for (int i = 0; i < a->argc; i++) strata_json_string(&j, NULL, a->argv[i]);
+  strata_json_array_end(&j);
+  strata_json_object_end(&j);
+  return 0;
+}
+
+int strata_metrics_write(const char *path, const strata_run_result *r, const char *const *argv,
+                         int argc) {
+  metrics_args a = {r, argv, argc};
+  return strata_write_atomic(path, fill, &a);
+}

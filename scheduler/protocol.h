@@ -1,0 +1,99 @@
+/*
+ * Coordinator <-> worker protocol and the engine internals shared by
+ * scheduler/ and worker/ (not installed).
+ *
+ * Set-up, coordinator -> each worker, in this order:
+ *   TAG_HEADER  struct setup_header (status != 0: run failed, stop quietly)
+ *   TAG_META    meta bytes (if meta_len > 0)
+ *   TAG_SCHED   packed schedule
+ *   TAG_DESC    struct block_desc for every block: data, eval (if has_eval),
+ *               resident, rotating
+ *   TAG_BLOCK   block bytes in canonical order: owned data blocks by id, their
+ *               eval blocks, owned resident blocks, rotating blocks held at
+ *               sub-epoch 0
+ * Per pass, worker -> coordinator: TAG_REPORT struct pass_report.
+ * Between workers: chunk c of rotating block r with tag block_tag(r, c);
+ * model exchange for evaluation with TAG_EVAL_BASE + r.
+ * At the end with --model-out, worker -> coordinator TAG_EXPORT: owned
+ * resident blocks by id, then rotating blocks held in the last sub-epoch.
+ */
+#ifndef STRATA_SCHEDULER_PROTOCOL_H
+#define STRATA_SCHEDULER_PROTOCOL_H
+
+#include <stdint.h>
+
+#include "strata/app.h"
+#include "strata/engine.h"
+#include "strata/transport.h"
+
+enum {
+  TAG_HEADER = 1,
+  TAG_META = 2,
+  TAG_SCHED = 3,
+  TAG_DESC = 4,
+  TAG_BLOCK = 5,
+  TAG_REPORT = 6,
+  TAG_EXPORT = 7,
+  TAG_EVAL_BASE = 1000,
+  TAG_CHUNK_BASE = 20000
+};
+
+typedef struct setup_header {
+  int32_t status;
+  int32_t has_eval;
+  int32_t n_data, n_resident, n_rotating;
+  int32_t pad;
+  uint64_t meta_len;
+  uint64_t sched_len;
+  uint64_t n_examples;
+} setup_header;
+
+typedef struct block_desc {
+  uint64_t len;
+  uint32_t nrows;
+  uint32_t row_bytes;
+} block_desc;
+
+typedef struct pass_report {
+  int32_t pass;
+  int32_t worker;
+  strata_worker_stats stats;
+  double partials[STRATA_MAX_PARTIALS];
+} pass_report;
+
+/* A worker's view of the run; in serial mode built in-process. */
+typedef struct strata__worker {
+  const strata_app *app;
+  const void *cfg;
+  strata_setup setup;
+  void *state;
+  strata_transport *t; /* NULL in serial mode */
+  strata_schedule sched;
+  int me;
+  int has_eval;
+  strata_block *data, *eval, *res, *rot; /* indexed by block id */
+  /* called with each pass's report (serial: the coordinator's aggregator) */
+  int (*report)(void *ud, const pass_report *rep);
+  void *report_ud;
+} strata__worker;
+
+/* Runs every pass on a prepared worker. */
+int strata__worker_loop(strata__worker *w);
+/* Scheduled mode, ranks >= 1: receive set-up, loop, export. */
+int strata__worker_main(const strata_app *app, void *cfg, const strata_engine_opts *opts,
+                        strata_transport *t);
+/* Frees the worker's blocks, schedule and app state. */
+void strata__worker_close(strata__worker *w);
+
+/* Coordinator waits: runs a libev loop that tests the requests with a timer
+ * backing off from 50 us to 10 ms, and watches SIGINT/SIGTERM (returning
+ * STRATA_EINTR). Never spins. */
+int strata__loop_wait_all(const strata_transport *t, strata_req *reqs, int n);
+
+/* Tag of chunk c of rotating block r. */
+static inline int strata__chunk_tag(const strata_transport *t, int r, int c, int depth) {
+  int span = (t->tag_ub - TAG_CHUNK_BASE) / depth;
+  return TAG_CHUNK_BASE + (r % span) * depth + c;
+}
+
+#endif

@@ -1,0 +1,252 @@
+#include "strata/schedule.h"
+
+#include <string.h>
+
+#include "strata/core.h"
+
+int strata_schedule_init(strata_schedule *s, int n_workers, int n_subepochs, int n_data,
+                         int n_resident, int n_rotating) {
+  memset(s, 0, sizeof *s);
+  if (n_workers < 1 || n_subepochs < 1 || n_data < 1 || n_resident < 1 || n_rotating < 1)
+    return strata_err_set(STRATA_EINVAL,
+                          "schedule: workers, sub-epochs and block counts must be >= 1");
+  s->n_workers = n_workers;
+  s->n_subepochs = n_subepochs;
+  s->n_data = n_data;
+  s->n_resident = n_resident;
+  s->n_rotating = n_rotating;
+  s->offsets = strata_calloc((size_t)n_workers * (size_t)n_subepochs + 1, sizeof(int));
+  if (!s->offsets) return strata_err_set(STRATA_ENOMEM, "schedule: out of memory");
+  return 0;
+}
+
+void strata_schedule_close(strata_schedule *s) {
+  strata_free(s->offsets);
+  strata_free(s->tasks);
+  strata_free(s->keys);
+  memset(s, 0, sizeof *s);
+}
+
+int strata_schedule_add(strata_schedule *s, int sub, int w, strata_task t) {
+  if (s->finished) return strata_err_set(STRATA_EINVAL, "schedule: add after finish");
+  if (sub < 0 || sub >= s->n_subepochs || w < 0 || w >= s->n_workers)
+    return strata_err_set(STRATA_EINVAL, "schedule: sub-epoch %d / worker %d out of range", sub, w);
+  if (t.data < 0 || t.data >= s->n_data || t.resident < 0 || t.resident >= s->n_resident ||
+      t.rotating < 0 || t.rotating >= s->n_rotating)
+    return strata_err_set(STRATA_EINVAL,
+                          "schedule: task (data %d, resident %d, rotating %d) out of range", t.data,
+                          t.resident, t.rotating);
+  if (s->n_tasks == s->cap) {
+    int cap = s->cap ? 2 * s->cap : 64;
+    strata_task *nt = strata_realloc(s->tasks, (size_t)cap * sizeof *nt);
+    if (!nt) return strata_err_set(STRATA_ENOMEM, "schedule: out of memory");
+    s->tasks = nt;
+    int32_t *nk = strata_realloc(s->keys, (size_t)cap * sizeof *nk);
+    if (!nk) return strata_err_set(STRATA_ENOMEM, "schedule: out of memory");
+    s->keys = nk;
+    s->cap = cap;
+  }
+  s->tasks[s->n_tasks] = t;
+  s->keys[s->n_tasks] = sub * s->n_workers + w;
+  s->n_tasks++;
+  return 0;
+}
+
+int strata_schedule_finish(strata_schedule *s) {
+  int nk = s->n_workers * s->n_subepochs;
+  strata_task *sorted = strata_malloc((size_t)(s->n_tasks ? s->n_tasks : 1) * sizeof *sorted);
+  if (!sorted) return strata_err_set(STRATA_ENOMEM, "schedule: out of memory");
+  /* Counting sort on the key keeps insertion order within each (s, w). */
+  memset(s->offsets, 0, (size_t)(nk + 1) * sizeof(int));
+  for (int i = 0; i < s->n_tasks; i++) s->offsets[s->keys[i] + 1]++;
+  for (int k = 0; k < nk; k++) s->offsets[k + 1] += s->offsets[k];
+  int *fill = strata_malloc((size_t)nk * sizeof(int));
+  if (!fill) {
+    strata_free(sorted);
+    return strata_err_set(STRATA_ENOMEM, "schedule: out of memory");
+  }
+  memcpy(fill, s->offsets, (size_t)nk * sizeof(int));
+  for (int i = 0; i < s->n_tasks; i++) sorted[fill[s->keys[i]]++] = s->tasks[i];
+  strata_free(fill);
+  strata_free(s->tasks);
+  strata_free(s->keys);
+  s->keys = NULL;
+  s->tasks = sorted;
+  s->cap = s->n_tasks;
+  s->finished = 1;
+  return strata_schedule_validate(s);
+}
+
+const strata_task *strata_schedule_tasks(const strata_schedule *s, int sub, int w, int *n) {
+  int k = sub * s->n_workers + w;
+  *n = s->offsets[k + 1] - s->offsets[k];
+  return s->tasks + s->offsets[k];
+}
+
+int strata_schedule_validate(const strata_schedule *s) {
+  int rc = 0;
+  int *data_seen = strata_calloc((size_t)s->n_data, sizeof(int));
+  int *res_owner = strata_malloc((size_t)s->n_resident * sizeof(int));
+  int *rot_sub = strata_malloc((size_t)s->n_rotating * sizeof(int));
+  int *res_sub = strata_malloc((size_t)s->n_resident * sizeof(int));
+  if (!data_seen || !res_owner || !rot_sub || !res_sub) {
+    rc = strata_err_set(STRATA_ENOMEM, "schedule: out of memory");
+    goto done;
+  }
+  for (int r = 0; r < s->n_resident; r++) res_owner[r] = -1;
+  for (int sub = 0; sub < s->n_subepochs; sub++) {
+    for (int r = 0; r < s->n_rotating; r++) rot_sub[r] = 0;
+    for (int r = 0; r < s->n_resident; r++) res_sub[r] = 0;
+    for (int w = 0; w < s->n_workers; w++) {
+      int n;
+      const strata_task *t = strata_schedule_tasks(s, sub, w, &n);
+      for (int i = 0; i < n; i++) {
+        if (data_seen[t[i].data]++) {
+          rc = strata_err_set(STRATA_ESCHED, "schedule: data block %d is processed twice per pass",
+                              t[i].data);
+          goto done;
+        }
+        if (rot_sub[t[i].rotating]++) {
+          rc = strata_err_set(STRATA_ESCHED,
+                              "schedule: rotating block %d is used twice in sub-epoch %d",
+                              t[i].rotating, sub);
+          goto done;
+        }
+        if (res_sub[t[i].resident]++) {
+          rc = strata_err_set(STRATA_ESCHED,
+                              "schedule: resident block %d is used twice in sub-epoch %d",
+                              t[i].resident, sub);
+          goto done;
+        }
+        if (res_owner[t[i].resident] >= 0 && res_owner[t[i].resident] != w) {
+          rc = strata_err_set(STRATA_ESCHED,
+                              "schedule: resident block %d is used by workers %d and %d",
+                              t[i].resident, res_owner[t[i].resident], w);
+          goto done;
+        }
+        res_owner[t[i].resident] = w;
+      }
+    }
+    for (int r = 0; r < s->n_rotating; r++)
+      if (!rot_sub[r]) {
+        rc = strata_err_set(STRATA_ESCHED, "schedule: rotating block %d is idle in sub-epoch %d",
+                            r, sub);
+        goto done;
+      }
+  }
+  for (int d = 0; d < s->n_data; d++)
+    if (!data_seen[d]) {
+      rc = strata_err_set(STRATA_ESCHED, "schedule: data block %d is never processed", d);
+      goto done;
+    }
+done:
+  strata_free(data_seen);
+  strata_free(res_owner);
+  strata_free(rot_sub);
+  strata_free(res_sub);
+  return rc;
+}
+
+int strata_schedule_data_owner(const strata_schedule *s, int d) {
+  for (int sub = 0; sub < s->n_subepochs; sub++)
+    for (int w = 0; w < s->n_workers; w++) {
+      int n;
+      const strata_task *t = strata_schedule_tasks(s, sub, w, &n);
+      for (int i = 0; i < n; i++)
+        if (t[i].data == d) return w;
+    }
+  return -1;
+}
+
+int strata_schedule_resident_owner(const strata_schedule *s, int r) {
+  for (int sub = 0; sub < s->n_subepochs; sub++)
+    for (int w = 0; w < s->n_workers; w++) {
+      int n;
+      const strata_task *t = strata_schedule_tasks(s, sub, w, &n);
+      for (int i = 0; i < n; i++)
+        if (t[i].resident == r) return w;
+    }
+  return -1;
+}
+
+int strata_schedule_rotating_holder(const strata_schedule *s, int r, int sub) {
+  for (int w = 0; w < s->n_workers; w++) {
+    int n;
+    const strata_task *t = strata_schedule_tasks(s, sub, w, &n);
+    for (int i = 0; i < n; i++)
+      if (t[i].rotating == r) return w;
+  }
+  return -1;
+}
+
+int strata_schedule_diagonal(strata_schedule *s, int P, int B) {
+  if (P < 1 || B < P)
+    return strata_err_set(STRATA_EINVAL, "diagonal schedule needs 1 <= workers <= strata (got %d workers, %d strata)", P, B);
+  int rc = strata_schedule_init(s, P, B, B * B, B, B);
+  if (rc) return rc;
+  for (int t = 0; t < B; t++)
+    for (int i = 0; i < B; i++) {
+      int j = (i + t) % B;
+      strata_task task = {i * B + j, i, j};
+      int w = (int)((int64_t)i * P / B);
+      if ((rc = strata_schedule_add(s, t, w, task))) goto fail;
+    }
+  if ((rc = strata_schedule_finish(s))) goto fail;
+  return 0;
+fail:
+  strata_schedule_close(s);
+  return rc;
+}
+
+/* Wire form: 5 header ints, the offsets, then the tasks as int32 triples. */
+int strata_schedule_pack(const strata_schedule *s, void **buf, size_t *len) {
+  size_t nk = (size_t)s->n_workers * (size_t)s->n_subepochs + 1;
+  size_t n = (5 + nk + 3 * (size_t)s->n_tasks) * sizeof(int32_t);
+  int32_t *p = strata_malloc(n);
+  if (!p) return strata_err_set(STRATA_ENOMEM, "schedule: out of memory");
+  p[0] = s->n_workers;
+  p[1] = s->n_subepochs;
+  p[2] = s->n_data;
+  p[3] = s->n_resident;
+  p[4] = s->n_rotating;
+  for (size_t k = 0; k < nk; k++) p[5 + k] = s->offsets[k];
+  int32_t *q = p + 5 + nk;
+  for (int i = 0; i < s->n_tasks; i++) {
+    q[3 * i] = s->tasks[i].data;
+    q[3 * i + 1] = s->tasks[i].resident;
+    q[3 * i + 2] = s->tasks[i].rotating;
+  }
+  *buf = p;
+  *len = n;
+  return 0;
+}
+
+int strata_schedule_unpack(strata_schedule *s, const void *buf, size_t len) {
+  const int32_t *p = buf;
+  if (len < 5 * sizeof(int32_t)) return strata_err_set(STRATA_ESCHED, "schedule: truncated");
+  int rc = strata_schedule_init(s, p[0], p[1], p[2], p[3], p[4]);
+  if (rc) return rc;
+  size_t nk = (size_t)s->n_workers * (size_t)s->n_subepochs + 1;
+  if (len < (5 + nk) * sizeof(int32_t)) {
+    rc = strata_err_set(STRATA_ESCHED, "schedule: truncated");
+    goto fail;
+  }
+  int n_tasks = p[5 + nk - 1];
+  if (n_tasks < 0 || len != (5 + nk + 3 * (size_t)n_tasks) * sizeof(int32_t)) {
+    rc = strata_err_set(STRATA_ESCHED, "schedule: bad length");
+    goto fail;
+  }
+  const int32_t *q = p + 5 + nk;
+  for (size_t k = 0; k + 1 < nk; k++)
+    for (int i = p[5 + k]; i < p[5 + k + 1]; i++) {
+      strata_task t = {q[3 * i], q[3 * i + 1], q[3 * i + 2]};
+      if ((rc = strata_schedule_add(s, (int)(k / (size_t)s->n_workers),
+                                    (int)(k % (size_t)s->n_workers), t)))
+        goto fail;
+    }
+  if ((rc = strata_schedule_finish(s))) goto fail;
+  return 0;
+fail:
+  strata_schedule_close(s);
+  return rc;
+}

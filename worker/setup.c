@@ -1,0 +1,130 @@
+/*
+ * Worker start and end in scheduled mode: receive the set-up from the
+ * coordinator, run the passes, send the model back when asked to.
+ */
+#include <string.h>
+
+#include "scheduler/protocol.h"
+#include "strata/core.h"
+
+static int send_report(void *ud, const pass_report *rep) {
+  strata__worker *w = ud;
+  strata_req rq = {0};
+  /* Reports are small and go out eagerly; waiting here costs nothing. */
+  int rc = w->t->isend(w->t->impl, rep, sizeof *rep, 0, TAG_REPORT, &rq);
+  if (!rc) rc = strata_comm_wait(w->t, &rq);
+  return rc;
+}
+
+static int recv_idle(strata_transport *t, void *buf, size_t len, int tag) {
+  strata_req rq = {0};
+  int rc = t->irecv(t->impl, buf, len, 0, tag, &rq);
+  if (!rc) rc = strata_comm_wait_idle(t, &rq);
+  return rc;
+}
+
+static int recv_block(strata_transport *t, strata_block *b) {
+  if (!b->len) return 0;
+  b->buf = strata_alloc_aligned(b->len);
+  if (!b->buf) return strata_err_set(STRATA_ENOMEM, "worker: out of memory (%zu bytes)", b->len);
+  return recv_idle(t, b->buf, b->len, TAG_BLOCK);
+}
+
+static int receive_setup(strata__worker *w, setup_header *h) {
+  strata_transport *t = w->t;
+  int rc = recv_idle(t, h, sizeof *h, TAG_HEADER);
+  if (rc) return rc;
+  if (h->status) {
+    /* The coordinator has already said why; end with its code, quietly. */
+    strata_err_clear();
+    return h->status;
+  }
+  w->has_eval = h->has_eval;
+  void *meta = NULL, *sched = NULL;
+  block_desc *desc = NULL;
+  if (h->meta_len) {
+    if (!(meta = strata_malloc(h->meta_len))) goto oom;
+    if ((rc = recv_idle(t, meta, h->meta_len, TAG_META))) goto fail;
+  }
+  if (!(sched = strata_malloc(h->sched_len))) goto oom;
+  if ((rc = recv_idle(t, sched, h->sched_len, TAG_SCHED))) goto fail;
+  if ((rc = strata_schedule_unpack(&w->sched, sched, h->sched_len))) goto fail;
+  int nd = h->n_data, nr = h->n_resident, nt = h->n_rotating;
+  size_t ndesc = (size_t)nd * (h->has_eval ? 2 : 1) + (size_t)nr + (size_t)nt;
+  if (!(desc = strata_malloc(ndesc * sizeof *desc))) goto oom;
+  if ((rc = recv_idle(t, desc, ndesc * sizeof *desc, TAG_DESC))) goto fail;
+  w->data = strata_calloc((size_t)nd, sizeof(strata_block));
+  w->eval = strata_calloc((size_t)nd, sizeof(strata_block));
+  w->res = strata_calloc((size_t)nr, sizeof(strata_block));
+  w->rot = strata_calloc((size_t)nt, sizeof(strata_block));
+  if (!w->data || !w->eval || !w->res || !w->rot) goto oom;
+  const block_desc *dd = desc, *de = desc + nd, *dr = de + (h->has_eval ? nd : 0), *dt = dr + nr;
+  for (int i = 0; i < nd; i++) {
+    w->data[i] = (strata_block){NULL, dd[i].len, dd[i].nrows, dd[i].row_bytes};
+    if (h->has_eval) w->eval[i] = (strata_block){NULL, de[i].len, de[i].nrows, de[i].row_bytes};
+  }
+  for (int i = 0; i < nr; i++) w->res[i] = (strata_block){NULL, dr[i].len, dr[i].nrows, dr[i].row_bytes};
+  for (int i = 0; i < nt; i++) w->rot[i] = (strata_block){NULL, dt[i].len, dt[i].nrows, dt[i].row_bytes};
+  /* Canonical order (see protocol.h). */
+  for (int i = 0; i < nd && !rc; i++)
+    if (strata_schedule_data_owner(&w->sched, i) == w->me) rc = recv_block(t, &w->data[i]);
+  for (int i = 0; i < nd && !rc && h->has_eval; i++)
+    if (strata_schedule_data_owner(&w->sched, i) == w->me) rc = recv_block(t, &w->eval[i]);
+  for (int i = 0; i < nr && !rc; i++)
+    if (strata_schedule_resident_owner(&w->sched, i) == w->me) rc = recv_block(t, &w->res[i]);
+  for (int i = 0; i < nt && !rc; i++)
+    if (strata_schedule_rotating_holder(&w->sched, i, 0) == w->me) rc = recv_block(t, &w->rot[i]);
+  if (!rc) rc = w->app->worker_init(w->cfg, &w->setup, meta, h->meta_len, &w->state);
+  goto fail;
+oom:
+  rc = strata_err_set(STRATA_ENOMEM, "worker %d: out of memory during set-up", w->me);
+fail:
+  strata_free(meta);
+  strata_free(sched);
+  strata_free(desc);
+  return rc;
+}
+
+static int send_model(strata__worker *w) {
+  strata_transport *t = w->t;
+  int S = w->sched.n_subepochs, rc = 0;
+  for (int i = 0; i < w->sched.n_resident && !rc; i++)
+    if (strata_schedule_resident_owner(&w->sched, i) == w->me && w->res[i].len) {
+      strata_req rq = {0};
+      rc = t->isend(t->impl, w->res[i].buf, w->res[i].len, 0, TAG_EXPORT, &rq);
+      if (!rc) rc = strata_comm_wait_idle(t, &rq);
+    }
+  for (int i = 0; i < w->sched.n_rotating && !rc; i++)
+    if (strata_schedule_rotating_holder(&w->sched, i, S - 1) == w->me && w->rot[i].len) {
+      strata_req rq = {0};
+      rc = t->isend(t->impl, w->rot[i].buf, w->rot[i].len, 0, TAG_EXPORT, &rq);
+      if (!rc) rc = strata_comm_wait_idle(t, &rq);
+    }
+  return rc;
+}
+
+int strata__worker_main(const strata_app *app, void *cfg, const strata_engine_opts *opts,
+                        strata_transport *t) {
+  strata__worker w;
+  memset(&w, 0, sizeof w);
+  w.app = app;
+  w.cfg = cfg;
+  w.t = t;
+  w.me = t->rank - 1;
+  w.setup = (strata_setup){.workers = t->size - 1,
+                           .strata = opts->strata ? opts->strata : t->size - 1,
+                           .depth = opts->depth,
+                           .passes = opts->passes,
+                           .seed = opts->seed,
+                           .worker = w.me,
+                           .mode = opts->mode,
+                           .model_out = opts->model_out};
+  w.report = send_report;
+  w.report_ud = &w;
+  setup_header h;
+  int rc = receive_setup(&w, &h);
+  if (!rc) rc = strata__worker_loop(&w);
+  if (!rc && opts->model_out) rc = send_model(&w);
+  strata__worker_close(&w);
+  return rc;
+}

@@ -1,0 +1,281 @@
+/*
+ * The worker: walks the static schedule, computes each task chunk by chunk,
+ * and streams every finished chunk of a rotating block to the worker that
+ * needs it next while it computes the rest (the pipelined ring of DSGD).
+ */
+#include <string.h>
+
+#include "scheduler/protocol.h"
+#include "strata/core.h"
+
+typedef struct ring {
+  int S, P, depth;
+  int *holder;        /* holder[s * n_rot + r]: worker using r in sub-epoch s */
+  strata_req *recv;   /* [r * depth + c] */
+  strata_req *send;   /* [r * depth + c] */
+  int *incoming;      /* r: chunk receives posted and not yet consumed */
+  int *sending;       /* r: chunk sends posted, maybe not complete */
+} ring;
+
+static int holder(const strata__worker *w, const ring *rg, int s, int r) {
+  return rg->holder[s * w->sched.n_rotating + r];
+}
+
+static int ensure_rot(strata__worker *w, int r) {
+  strata_block *b = &w->rot[r];
+  if (b->buf || b->len == 0) return 0;
+  b->buf = strata_alloc_aligned(b->len);
+  if (!b->buf) return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory for block %d", w->me, r);
+  return 0;
+}
+
+static size_t chunk_bytes(const strata_block *b, int depth, int c, size_t *off) {
+  uint32_t lo, hi;
+  strata_chunk_rows(b->nrows, depth, c, &lo, &hi);
+  *off = (size_t)lo * b->row_bytes;
+  return (size_t)(hi - lo) * b->row_bytes;
+}
+
+/* Waits for the outgoing chunks of r so that its buffer may be rewritten. */
+static int finish_sends(strata__worker *w, ring *rg, int r, strata_worker_stats *st) {
+  if (!rg->sending[r]) return 0;
+  double t0 = strata_now();
+  for (int c = 0; c < rg->depth; c++) {
+    int rc = strata_comm_wait(w->t, &rg->send[r * rg->depth + c]);
+    if (rc) return rc;
+  }
+  rg->sending[r] = 0;
+  st->wait_s += strata_now() - t0;
+  return 0;
+}
+
+/* Posts the chunk receives for every block this worker needs in sub-epoch s
+ * that another worker holds in the sub-epoch before. */
+static int post_receives(strata__worker *w, ring *rg, int s, strata_worker_stats *st) {
+  int n;
+  const strata_task *tk = strata_schedule_tasks(&w->sched, s, w->me, &n);
+  int prev_s = (s + rg->S - 1) % rg->S;
+  for (int i = 0; i < n; i++) {
+    int r = tk[i].rotating;
+    int from = holder(w, rg, prev_s, r);
+    if (from == w->me) continue;
+    int rc = finish_sends(w, rg, r, st);
+    if (!rc) rc = ensure_rot(w, r);
+    if (rc) return rc;
+    strata_block *b = &w->rot[r];
+    for (int c = 0; c < rg->depth; c++) {
+      size_t off, len = chunk_bytes(b, rg->depth, c, &off);
+      rc = w->t->irecv(w->t->impl, (char *)b->buf + off, len, from + 1,
+                       strata__chunk_tag(w->t, r, c, rg->depth), &rg->recv[r * rg->depth + c]);
+      if (rc) return rc;
+      st->bytes_recv += len;
+    }
+    rg->incoming[r] = 1;
+  }
+  return 0;
+}
+
+/* Tests outstanding sends so the transfers move while this rank computes. */
+static int progress_sends(strata__worker *w, ring *rg) {
+  for (int r = 0; r < w->sched.n_rotating; r++) {
+    if (!rg->sending[r]) continue;
+    int all = 1;
+    for (int c = 0; c < rg->depth; c++) {
+      int done;
+      int rc = w->t->test(w->t->impl, &rg->send[r * rg->depth + c], &done);
+      if (rc) return rc;
+      all &= done;
+    }
+    if (all) rg->sending[r] = 0;
+  }
+  return 0;
+}
+
+static int run_task(strata__worker *w, ring *rg, int pass, int s, const strata_task *task,
+                    int send_to, double *partials, strata_worker_stats *st) {
+  int r = task->rotating;
+  strata_task_view tv = {
+      .pass = pass,
+      .subepoch = s,
+      .ids = *task,
+      .data = &w->data[task->data],
+      .resident = &w->res[task->resident],
+      .rotating = &w->rot[r],
+  };
+  for (int c = 0; c < rg->depth; c++) {
+    if (rg->incoming[r]) {
+      int done = 0;
+      strata_req *rq = &rg->recv[r * rg->depth + c];
+      int rc = w->t->test(w->t->impl, rq, &done);
+      if (!rc && !done) {
+        double t0 = strata_now();
+        rc = strata_comm_wait(w->t, rq);
+        st->wait_s += strata_now() - t0;
+      }
+      if (rc) return rc;
+    }
+    tv.chunk = c;
+    strata_chunk_rows(tv.rotating->nrows, rg->depth, c, &tv.row_lo, &tv.row_hi);
+    double t0 = strata_now();
+    int rc = w->app->compute(w->state, &tv, partials);
+    st->compute_s += strata_now() - t0;
+    if (rc) return rc;
+    if (send_to >= 0) {
+      size_t off, len = chunk_bytes(tv.rotating, rg->depth, c, &off);
+      rc = w->t->isend(w->t->impl, (char *)tv.rotating->buf + off, len, send_to + 1,
+                       strata__chunk_tag(w->t, r, c, rg->depth), &rg->send[r * rg->depth + c]);
+      if (rc) return rc;
+      st->bytes_sent += len;
+      rg->sending[r] = 1;
+    }
+    if (w->t && (rc = progress_sends(w, rg))) return rc;
+  }
+  rg->incoming[r] = 0;
+  return 0;
+}
+
+/* Rotating blocks this worker holds once the transfers after sub-epoch
+ * `last` have landed: those of its tasks in the sub-epoch that follows. */
+static int held_subepoch(const ring *rg, int pass, int passes) {
+  return pass + 1 < passes ? 0 : rg->S - 1;
+}
+
+/* After a pass: complete every transfer, give every worker a copy of the
+ * whole model, and score the eval blocks this worker owns. */
+static int evaluate(strata__worker *w, ring *rg, int pass, double *partials,
+                    strata_worker_stats *st) {
+  double t0 = strata_now();
+  int rc = 0, nrot = w->sched.n_rotating;
+  strata_req *reqs = NULL;
+  if (w->t) {
+    for (int r = 0; r < nrot; r++) {
+      for (int c = 0; c < rg->depth && rg->incoming[r]; c++)
+        if ((rc = strata_comm_wait(w->t, &rg->recv[r * rg->depth + c]))) return rc;
+      if ((rc = finish_sends(w, rg, r, st))) return rc;
+    }
+    int hs = held_subepoch(rg, pass, w->setup.passes);
+    if (rg->P > 1) {
+      reqs = strata_calloc((size_t)nrot * (size_t)rg->P, sizeof *reqs);
+      if (!reqs) return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
+      for (int r = 0; r < nrot && !rc; r++) {
+        int h = holder(w, rg, hs, r);
+        int tag = TAG_EVAL_BASE + r % (TAG_CHUNK_BASE - TAG_EVAL_BASE);
+        if (h == w->me) {
+          for (int p = 0; p < rg->P && !rc; p++)
+            if (p != w->me) {
+              rc = w->t->isend(w->t->impl, w->rot[r].buf, w->rot[r].len, p + 1, tag,
+                               &reqs[r * rg->P + p]);
+              st->eval_bytes += w->rot[r].len;
+            }
+        } else if (!(rc = ensure_rot(w, r))) {
+          rc = w->t->irecv(w->t->impl, w->rot[r].buf, w->rot[r].len, h + 1, tag,
+                           &reqs[r * rg->P + w->me]);
+        }
+      }
+      for (int i = 0; i < nrot * rg->P && !rc; i++) rc = strata_comm_wait(w->t, &reqs[i]);
+      strata_free(reqs);
+      if (rc) return rc;
+    }
+  }
+  for (int s = 0; s < rg->S && !rc; s++) {
+    int n;
+    const strata_task *tk = strata_schedule_tasks(&w->sched, s, w->me, &n);
+    for (int i = 0; i < n && !rc; i++) {
+      strata_block *eb = &w->eval[tk[i].data];
+      if (!eb->len) continue;
+      strata_task_view tv = {.pass = pass,
+                             .subepoch = s,
+                             .ids = tk[i],
+                             .data = eb,
+                             .resident = &w->res[tk[i].resident],
+                             .rotating = &w->rot[tk[i].rotating],
+                             .chunk = -1,
+                             .row_lo = 0,
+                             .row_hi = w->rot[tk[i].rotating].nrows};
+      rc = w->app->evaluate(w->state, &tv, partials);
+    }
+  }
+  st->eval_s += strata_now() - t0;
+  return rc;
+}
+
+int strata__worker_loop(strata__worker *w) {
+  ring rg = {0};
+  int rc = 0;
+  int nrot = w->sched.n_rotating;
+  rg.S = w->sched.n_subepochs;
+  rg.P = w->sched.n_workers;
+  rg.depth = w->setup.depth;
+  rg.holder = strata_malloc((size_t)rg.S * (size_t)nrot * sizeof(int));
+  rg.recv = strata_calloc((size_t)nrot * (size_t)rg.depth, sizeof(strata_req));
+  rg.send = strata_calloc((size_t)nrot * (size_t)rg.depth, sizeof(strata_req));
+  rg.incoming = strata_calloc((size_t)nrot, sizeof(int));
+  rg.sending = strata_calloc((size_t)nrot, sizeof(int));
+  if (!rg.holder || !rg.recv || !rg.send || !rg.incoming || !rg.sending) {
+    rc = strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
+    goto done;
+  }
+  for (int s = 0; s < rg.S; s++)
+    for (int r = 0; r < nrot; r++)
+      rg.holder[s * nrot + r] = strata_schedule_rotating_holder(&w->sched, r, s);
+
+  int passes = w->setup.passes;
+  int do_eval = w->has_eval && w->app->evaluate;
+  for (int pass = 0; pass < passes && !rc; pass++) {
+    pass_report rep;
+    memset(&rep, 0, sizeof rep);
+    rep.pass = pass + 1;
+    rep.worker = w->me;
+    strata_worker_stats *st = &rep.stats;
+    double t_pass = strata_now(), cpu0 = strata_cpu_seconds();
+    for (int s = 0; s < rg.S && !rc; s++) {
+      /* Receives for the next sub-epoch go up before this one's compute, so
+       * each incoming block lands while this worker is busy. */
+      int last = (s == rg.S - 1);
+      if (w->t && !(last && pass == passes - 1)) rc = post_receives(w, &rg, (s + 1) % rg.S, st);
+      int n;
+      const strata_task *tk = strata_schedule_tasks(&w->sched, s, w->me, &n);
+      for (int i = 0; i < n && !rc; i++) {
+        int r = tk[i].rotating;
+        int next = holder(w, &rg, (s + 1) % rg.S, r);
+        int send_to = (next != w->me && !(last && pass == passes - 1)) ? next : -1;
+        rc = run_task(w, &rg, pass, s, &tk[i], send_to, rep.partials, st);
+      }
+    }
+    if (rc) break;
+    st->time_s = strata_now() - t_pass;
+    if (do_eval) rc = evaluate(w, &rg, pass, rep.partials, st);
+    st->cpu_s = strata_cpu_seconds() - cpu0;
+    if (!rc) rc = w->report(w->report_ud, &rep);
+  }
+  /* Leave no transfer behind: export and free need settled buffers. */
+  for (int r = 0; r < nrot && !rc && w->t; r++) {
+    for (int c = 0; c < rg.depth && rg.incoming[r]; c++)
+      rc = strata_comm_wait(w->t, &rg.recv[r * rg.depth + c]);
+    strata_worker_stats dummy = {0};
+    if (!rc) rc = finish_sends(w, &rg, r, &dummy);
+  }
+done:
+  strata_free(rg.holder);
+  strata_free(rg.recv);
+  strata_free(rg.send);
+  strata_free(rg.incoming);
+  strata_free(rg.sending);
+  return rc;
+}
+
+void strata__worker_close(strata__worker *w) {
+  if (w->state && w->app->worker_free) w->app->worker_free(w->state);
+  w->state = NULL;
+  int nd = w->sched.n_data, nr = w->sched.n_resident, nt = w->sched.n_rotating;
+  for (int i = 0; w->data && i < nd; i++) strata_free(w->data[i].buf);
+  for (int i = 0; w->eval && i < nd; i++) strata_free(w->eval[i].buf);
+  for (int i = 0; w->res && i < nr; i++) strata_free(w->res[i].buf);
+  for (int i = 0; w->rot && i < nt; i++) strata_free(w->rot[i].buf);
+  strata_free(w->data);
+  strata_free(w->eval);
+  strata_free(w->res);
+  strata_free(w->rot);
+  w->data = w->eval = w->res = w->rot = NULL;
+  strata_schedule_close(&w->sched);
+}
