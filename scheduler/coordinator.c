@@ -48,7 +48,7 @@ typedef struct coord {
   strata_problem prob;
   strata_schedule sched;
   strata_run_result *res;
-  double t_train0;
+  double t_train0, cpu_train0;
   double partials[STRATA_MAX_PARTIALS];
   int reports_in; /* reports received for the pass being assembled */
 } coord;
@@ -124,6 +124,7 @@ static void finish_result(coord *c) {
   strata_run_result *r = c->res;
   r->n_examples = c->prob.n_examples;
   r->wall_s = strata_now() - c->t_train0;
+  r->coordinator_train_cpu_s = strata_cpu_seconds() - c->cpu_train0;
   int N = c->setup.passes;
   double times[N];
   for (int i = 0; i < N; i++) times[i] = r->per_pass[i].time_s;
@@ -269,6 +270,7 @@ static int run_coordinator(coord *c, strata_transport *t) {
   }
 
   c->t_train0 = strata_now();
+  c->cpu_train0 = strata_cpu_seconds();
   reps = strata_malloc((size_t)P * sizeof *reps);
   reqs = strata_calloc((size_t)P, sizeof *reqs);
   if (!reps || !reqs) {
@@ -349,6 +351,7 @@ static int run_serial(coord *c) {
   w.rot = p->rotating;
   rc = c->app->worker_init(c->cfg, &w.setup, p->meta, p->meta_len, &w.state);
   c->t_train0 = strata_now();
+  c->cpu_train0 = strata_cpu_seconds();
   if (!rc) rc = strata__worker_loop(&w);
   if (w.state && c->app->worker_free) c->app->worker_free(w.state);
   if (rc) return rc;
@@ -378,6 +381,9 @@ int strata_engine_run(const strata_app *app, void *cfg, const strata_engine_opts
                            .model_out = opts->model_out};
   double cpu0 = strata_cpu_seconds(), wall0 = strata_now();
   int rc = alloc_result(&c);
+  /* Output paths are checked before any work, so a typo costs nothing. */
+  if (!rc && opts->metrics_out) rc = strata_check_writable(opts->metrics_out);
+  if (!rc && opts->model_out) rc = strata_check_writable(opts->model_out);
   if (rc) {
     if (!serial) send_failure(t, rc);
   } else {

@@ -75,6 +75,8 @@ static int fill(FILE *f, void *ud) {
     strata_json_number(&j, app->objective_names[i], r->objectives[i]);
   strata_json_number(&j, "coordinator_cpu_s", r->coordinator_cpu_s);
   strata_json_number(&j, "coordinator_wall_s", r->coordinator_wall_s);
+  strata_json_number(&j, "coordinator_train_cpu_s", r->coordinator_train_cpu_s);
+  strata_json_number(&j, "coordinator_cpu_frac", r->wall_s > 0 ? r->coordinator_train_cpu_s / r->wall_s : 0);
   strata_json_array_begin(&j, "per_pass");
   for (int p = 0; p < r->passes; p++) {
     const strata_pass_stats *ps = &r->per_pass[p];

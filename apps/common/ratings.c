@@ -14,13 +14,18 @@
 
 /* ---- id map ------------------------------------------------------------ */
 
-/* Slots hold dense index + 1 (0 = empty) and keys are read back from the
- * dense array, so a slot costs 4 bytes and the table can stay half empty
- * without much memory. */
+/* Each slot keeps its key beside the index so a lookup touches one cache
+ * line: with the key only in the dense array, a hit cost two dependent
+ * misses, which dominated reading files with many users. */
+typedef struct {
+  int64_t id;
+  uint32_t index1; /* dense index + 1; 0 marks an empty slot */
+} idmap_slot;
+
 struct strata_idmap {
-  uint32_t *slots;
+  idmap_slot *slots;
   unsigned bits; /* table size is 1 << bits */
-  int64_t *ids;
+  int64_t *ids;  /* dense index -> id */
   uint32_t n, cap;
 };
 
@@ -55,25 +60,25 @@ void strata_idmap_free(strata_idmap *m) {
   strata_free(m);
 }
 
-static size_t idmap_probe(const strata_idmap *m, int64_t id) {
+static inline idmap_slot *idmap_probe(const strata_idmap *m, int64_t id) {
   size_t mask = ((size_t)1 << m->bits) - 1;
   size_t h = idmap_hash(id, m->bits);
   for (;;) {
-    uint32_t s = m->slots[h];
-    if (s == 0 || m->ids[s - 1] == id) return h;
+    idmap_slot *s = &m->slots[h];
+    if (s->index1 == 0 || s->id == id) return s;
     h = (h + 1) & mask;
   }
 }
 
 static int idmap_grow_table(strata_idmap *m) {
   unsigned bits = m->bits + 1;
-  uint32_t *slots = strata_calloc((size_t)1 << bits, sizeof *slots);
+  idmap_slot *slots = strata_calloc((size_t)1 << bits, sizeof *slots);
   if (!slots) return STRATA_ENOMEM;
   size_t mask = ((size_t)1 << bits) - 1;
   for (uint32_t i = 0; i < m->n; i++) {
     size_t h = idmap_hash(m->ids[i], bits);
-    while (slots[h]) h = (h + 1) & mask;
-    slots[h] = i + 1;
+    while (slots[h].index1) h = (h + 1) & mask;
+    slots[h] = (idmap_slot){m->ids[i], i + 1};
   }
   strata_free(m->slots);
   m->slots = slots;
@@ -82,9 +87,9 @@ static int idmap_grow_table(strata_idmap *m) {
 }
 
 int strata_idmap_insert(strata_idmap *m, int64_t id, uint32_t *index) {
-  size_t h = idmap_probe(m, id);
-  if (m->slots[h]) {
-    *index = m->slots[h] - 1;
+  idmap_slot *s = idmap_probe(m, id);
+  if (s->index1) {
+    *index = s->index1 - 1;
     return 0;
   }
   if (m->n >= IDMAP_MAX_SIZE)
@@ -100,16 +105,25 @@ int strata_idmap_insert(strata_idmap *m, int64_t id, uint32_t *index) {
   /* Keep the load at or below one half so probe runs stay short. */
   if ((size_t)(m->n + 1) * 2 > ((size_t)1 << m->bits)) {
     if (idmap_grow_table(m) != 0) return strata_err_set(STRATA_ENOMEM, "id map: out of memory");
-    h = idmap_probe(m, id);
+    s = idmap_probe(m, id);
   }
   m->ids[m->n] = id;
-  m->slots[h] = m->n + 1;
+  *s = (idmap_slot){id, m->n + 1};
   *index = m->n++;
   return 0;
 }
 
+static inline void idmap_prefetch(const strata_idmap *m, int64_t id) {
+#if defined(__GNUC__)
+  __builtin_prefetch(&m->slots[idmap_hash(id, m->bits)]);
+#else
+  (void)m;
+  (void)id;
+#endif
+}
+
 uint32_t strata_idmap_find(const strata_idmap *m, int64_t id) {
-  uint32_t s = m->slots[idmap_probe(m, id)];
+  uint32_t s = idmap_probe(m, id)->index1;
   return s ? s - 1 : STRATA_ID_UNSEEN;
 }
 
@@ -269,8 +283,8 @@ static int next_line(line_reader *rd, const char **line, size_t *len) {
       /* A line longer than the buffer: keep all of it. */
       char *b = strata_realloc(rd->buf, rd->cap * 2);
       if (!b)
-        return strata_err_set(STRATA_ENOMEM, "%s:%zu: out of memory for a %zu-byte line",
-                              rd->path, rd->lineno + 1, rd->cap);
+        return strata_err_set(STRATA_ENOMEM, "%s:%zu: out of memory for a %zu-byte line", rd->path,
+                              rd->lineno + 1, rd->cap);
       rd->buf = b;
       rd->cap *= 2;
     }
@@ -326,10 +340,11 @@ static int split_sep(const char *s, const char *e, const char *sep, size_t seple
   }
 }
 
-static int is_blank_line(const char *s, size_t n) {
+/* First character that is not a blank, or 0 for a blank line. */
+static char first_char(const char *s, size_t n) {
   for (size_t i = 0; i < n; i++)
-    if (!is_blank_char(s[i])) return 0;
-  return 1;
+    if (!is_blank_char(s[i])) return s[i];
+  return 0;
 }
 
 static int has_prefix(const char *s, size_t n, const char *pre) {
@@ -337,19 +352,30 @@ static int has_prefix(const char *s, size_t n, const char *pre) {
   return n >= k && memcmp(s, pre, k) == 0;
 }
 
+/* A parsed line waiting for its ids to be mapped. */
+typedef struct {
+  int64_t uid = 0, iid = 0;
+  float value;
+  size_t line;
+} pending;
+
+#define BATCH 32
+
 typedef struct {
   const char *path;
   strata_format fmt;
   strata_ratings *rs;
-  strata_idmap *umap, *imap;             /* insert into these (training) */
-  const strata_idmap *ufind, *ifind;     /* or look up in these (test) */
-  int64_t last_uid;                      /* files are often grouped by user */
+  strata_idmap *umap, *imap;         /* insert into these (training) */
+  const strata_idmap *ufind, *ifind; /* or look up in these (test) */
+  int64_t last_uid;                  /* files are often grouped by user */
   uint32_t last_uidx;
   int have_last;
   int csv_header_checked;
   /* Matrix Market state */
   int mm_state; /* 0 want header, 1 want size line, 2 entries */
   int64_t mm_rows, mm_cols, mm_nnz, mm_seen;
+  pending batch[BATCH];
+  int nb;
 } read_ctx;
 
 /* Shown text of a field in messages, cut so one bad line cannot flood them. */
@@ -358,10 +384,10 @@ typedef struct {
 static int bad_id(const read_ctx *c, size_t line, const char *what, field f, int why) {
   int len = (int)(f.e - f.p);
   if (why == NUM_OVERFLOW)
-    return strata_err_set(STRATA_ERANGE, "%s:%zu: %s '%.*s' does not fit in 64 bits", c->path,
-                          line, what, len > FIELD_SHOW ? FIELD_SHOW : len, f.p);
-  return strata_err_set(STRATA_EPARSE, "%s:%zu: %s '%.*s' is not an integer", c->path, line,
-                        what, len > FIELD_SHOW ? FIELD_SHOW : len, f.p);
+    return strata_err_set(STRATA_ERANGE, "%s:%zu: %s '%.*s' does not fit in 64 bits", c->path, line,
+                          what, len > FIELD_SHOW ? FIELD_SHOW : len, f.p);
+  return strata_err_set(STRATA_EPARSE, "%s:%zu: %s '%.*s' is not an integer", c->path, line, what,
+                        len > FIELD_SHOW ? FIELD_SHOW : len, f.p);
 }
 
 static int scan_id(const read_ctx *c, size_t line, const char *what, field f, int64_t *id) {
@@ -377,12 +403,12 @@ static int scan_value(const read_ctx *c, size_t line, const char *what, field f,
   double v;
   int len = (int)(f.e - f.p);
   if (scan_f64(f.p, f.e, &v) != NUM_OK)
-    return strata_err_set(STRATA_EPARSE, "%s:%zu: %s '%.*s' is not a number", c->path, line,
-                          what, len > FIELD_SHOW ? FIELD_SHOW : len, f.p);
+    return strata_err_set(STRATA_EPARSE, "%s:%zu: %s '%.*s' is not a number", c->path, line, what,
+                          len > FIELD_SHOW ? FIELD_SHOW : len, f.p);
   /* Finite as a double can still overflow the stored float. */
   if (!isfinite((float)v))
-    return strata_err_set(STRATA_ERANGE, "%s:%zu: %s '%.*s' is not a finite float", c->path,
-                          line, what, len > FIELD_SHOW ? FIELD_SHOW : len, f.p);
+    return strata_err_set(STRATA_ERANGE, "%s:%zu: %s '%.*s' is not a finite float", c->path, line,
+                          what, len > FIELD_SHOW ? FIELD_SHOW : len, f.p);
   *value = (float)v;
   return 0;
 }
@@ -395,8 +421,8 @@ static int with_line(const read_ctx *c, size_t line, int rc) {
   return strata_err_set(rc, "%s:%zu: %s", c->path, line, msg);
 }
 
-static int map_id(read_ctx *c, size_t line, strata_idmap *ins, const strata_idmap *find,
-                  int64_t id, uint32_t *idx) {
+static int map_id(read_ctx *c, size_t line, strata_idmap *ins, const strata_idmap *find, int64_t id,
+                  uint32_t *idx) {
   if (!ins) {
     *idx = strata_idmap_find(find, id);
     return 0;
@@ -406,20 +432,38 @@ static int map_id(read_ctx *c, size_t line, strata_idmap *ins, const strata_idma
   return 0;
 }
 
-static int add_rating(read_ctx *c, size_t line, int64_t uid, int64_t iid, float v) {
-  uint32_t u, i;
-  int rc;
-  if (c->have_last && uid == c->last_uid) {
-    u = c->last_uidx;
-  } else {
-    if ((rc = map_id(c, line, c->umap, c->ufind, uid, &u))) return rc;
-    c->last_uid = uid;
-    c->last_uidx = u;
-    c->have_last = 1;
+static int flush_batch(read_ctx *c) {
+  /* Look-ups in a big map miss the cache on nearly every line; touching all
+   * of a batch's slots first lets those misses overlap instead of queueing. */
+  for (int k = 0; k < c->nb; k++) {
+    idmap_prefetch(c->umap ? c->umap : c->ufind, c->batch[k].uid);
+    idmap_prefetch(c->imap ? c->imap : c->ifind, c->batch[k].iid);
   }
-  if ((rc = map_id(c, line, c->imap, c->ifind, iid, &i))) return rc;
-  if ((rc = strata_ratings_push(c->rs, u, i, v))) return with_line(c, line, rc);
-  return 0;
+  int rc = 0;
+  for (int k = 0; k < c->nb; k++) {
+    const pending *b = &c->batch[k];
+    uint32_t u, i;
+    if (c->have_last && b->uid == c->last_uid) {
+      u = c->last_uidx;
+    } else {
+      if ((rc = map_id(c, b->line, c->umap, c->ufind, b->uid, &u))) break;
+      c->last_uid = b->uid;
+      c->last_uidx = u;
+      c->have_last = 1;
+    }
+    if ((rc = map_id(c, b->line, c->imap, c->ifind, b->iid, &i))) break;
+    if ((rc = strata_ratings_push(c->rs, u, i, b->value))) {
+      rc = with_line(c, b->line, rc);
+      break;
+    }
+  }
+  c->nb = 0;
+  return rc;
+}
+
+static int add_rating(read_ctx *c, size_t line, int64_t uid, int64_t iid, float v) {
+  c->batch[c->nb++] = (pending){uid, iid, v, line};
+  return c->nb == BATCH ? flush_batch(c) : 0;
 }
 
 static int triple_line(read_ctx *c, size_t line, const field *f, int nf) {
@@ -430,8 +474,8 @@ static int triple_line(read_ctx *c, size_t line, const field *f, int nf) {
     return strata_err_set(STRATA_EPARSE,
                           "%s:%zu: expected 3 or 4 fields (user item rating [timestamp]), got %d",
                           c->path, line, nf);
-  int64_t uid, iid;
-  float v;
+  int64_t uid = 0, iid = 0;
+  float v = 0;
   int rc;
   if ((rc = scan_id(c, line, "user id", f[0], &uid))) return rc;
   if ((rc = scan_id(c, line, "item id", f[1], &iid))) return rc;
@@ -472,7 +516,6 @@ static int mm_line(read_ctx *c, size_t line, const char *s, size_t n) {
                             line);
     return mm_header(c, line, s, n);
   }
-  if (s[0] == '%') return 0;
   field f[MAX_FIELDS];
   int nf = split_ws(s, s + n, f);
   int rc;
@@ -493,17 +536,19 @@ static int mm_line(read_ctx *c, size_t line, const char *s, size_t n) {
   if (c->mm_seen == c->mm_nnz)
     return strata_err_set(STRATA_EPARSE, "%s:%zu: more entries than the %lld the header declares",
                           c->path, line, (long long)c->mm_nnz);
-  int64_t i, j;
-  float v;
+  int64_t i = 0, j = 0;
+  float v = 0;
   int why;
-  if ((why = scan_i64(f[0].p, f[0].e, &i)) != NUM_OK) return bad_id(c, line, "row index", f[0], why);
-  if ((why = scan_i64(f[1].p, f[1].e, &j)) != NUM_OK) return bad_id(c, line, "column index", f[1], why);
+  if ((why = scan_i64(f[0].p, f[0].e, &i)) != NUM_OK)
+    return bad_id(c, line, "row index", f[0], why);
+  if ((why = scan_i64(f[1].p, f[1].e, &j)) != NUM_OK)
+    return bad_id(c, line, "column index", f[1], why);
   if (i < 1 || i > c->mm_rows)
     return strata_err_set(STRATA_ERANGE, "%s:%zu: row index %lld out of range 1..%lld", c->path,
                           line, (long long)i, (long long)c->mm_rows);
   if (j < 1 || j > c->mm_cols)
-    return strata_err_set(STRATA_ERANGE, "%s:%zu: column index %lld out of range 1..%lld",
-                          c->path, line, (long long)j, (long long)c->mm_cols);
+    return strata_err_set(STRATA_ERANGE, "%s:%zu: column index %lld out of range 1..%lld", c->path,
+                          line, (long long)j, (long long)c->mm_cols);
   if ((rc = scan_value(c, line, "value", f[2], &v))) return rc;
   c->mm_seen++;
   return add_rating(c, line, i, j, v);
@@ -511,11 +556,12 @@ static int mm_line(read_ctx *c, size_t line, const char *s, size_t n) {
 
 static int parse_line(read_ctx *c, size_t line, const char *s, size_t n) {
   field f[MAX_FIELDS];
-  if (is_blank_line(s, n)) return 0;
+  char first = first_char(s, n);
+  if (!first) return 0;
   if (c->fmt == STRATA_FMT_AUTO) {
     if (has_prefix(s, n, "%%MatrixMarket")) {
       c->fmt = STRATA_FMT_MM;
-    } else if (s[0] == '#' || s[0] == '%') {
+    } else if (first == '#' || first == '%') {
       return 0;
     } else if (memmem(s, n, "::", 2)) {
       c->fmt = STRATA_FMT_DAT;
@@ -530,22 +576,21 @@ static int parse_line(read_ctx *c, size_t line, const char *s, size_t n) {
   switch (c->fmt) {
     case STRATA_FMT_TSV:
     case STRATA_FMT_LIBMF:
-      if (s[0] == '#') return 0;
+      if (first == '#') return 0;
       return triple_line(c, line, f, split_ws(s, s + n, f));
-    case STRATA_FMT_DAT:
-      return triple_line(c, line, f, split_sep(s, s + n, "::", 2, f));
+    case STRATA_FMT_DAT: return triple_line(c, line, f, split_sep(s, s + n, "::", 2, f));
     case STRATA_FMT_CSV: {
       int nf = split_sep(s, s + n, ",", 1, f);
       if (!c->csv_header_checked) {
         c->csv_header_checked = 1;
-        int64_t dummy;
-        /* Headers name their columns; a numeric first field is already data. */
-        if (scan_i64(f[0].p, f[0].e, &dummy) != NUM_OK) return 0;
+        double v;
+        /* Headers name their columns; a numeric first field is already data,
+         * and a malformed one ("1.5", "-3") should be reported, not skipped. */
+        if (scan_f64(f[0].p, f[0].e, &v) != NUM_OK) return 0;
       }
       return triple_line(c, line, f, nf);
     }
-    case STRATA_FMT_MM:
-      return mm_line(c, line, s, n);
+    case STRATA_FMT_MM: return first == '%' && c->mm_state > 0 ? 0 : mm_line(c, line, s, n);
     default:
       return strata_err_set(STRATA_EINVAL, "%s: unknown rating format %d", c->path, (int)c->fmt);
   }
@@ -592,6 +637,7 @@ int strata_ratings_read(const char *path, strata_format fmt, const strata_idmap 
     if ((rc = parse_line(&c, rd.lineno, line, len)) != 0) goto fail;
   }
   if (rc < 0) goto fail;
+  if ((rc = flush_batch(&c)) != 0) goto fail;
 
   if (c.fmt == STRATA_FMT_MM && c.mm_state == 2 && c.mm_seen != c.mm_nnz) {
     rc = strata_err_set(STRATA_EPARSE, "%s: found %lld entries, the header declares %lld", path,

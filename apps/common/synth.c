@@ -142,8 +142,8 @@ int strata_synth_parse(const char *text, strata_synth_spec *spec) {
  * folded into the outcomes so a draw is one random number and two loads. */
 typedef struct {
   uint32_t n;
-  double *prob;   /* keep rank k with this probability ... */
-  uint32_t *out;  /* ... giving index out[k], else alt[k] */
+  double *prob;  /* keep rank k with this probability ... */
+  uint32_t *out; /* ... giving index out[k], else alt[k] */
   uint32_t *alt;
 } sampler;
 
@@ -160,7 +160,8 @@ static int sampler_init(sampler *sp, uint32_t n, double skew, strata_rng *rng) {
   sp->prob = strata_malloc((size_t)n * sizeof *sp->prob);
   sp->out = strata_malloc((size_t)n * sizeof *sp->out);
   sp->alt = strata_malloc((size_t)n * sizeof *sp->alt);
-  /* Small ranks fill the work list from the front, large ones from the back. */
+  /* Columns below the mean mass fill the work list from the front, the rest
+   * from the back. */
   uint32_t *work = strata_malloc((size_t)n * sizeof *work);
   if (!sp->prob || !sp->out || !sp->alt || !work) {
     strata_free(work);
@@ -224,6 +225,18 @@ static inline uint32_t sampler_draw(const sampler *sp, strata_rng *rng) {
 
 /* ---- generation -------------------------------------------------------- */
 
+#define PREFETCH_AHEAD 16
+
+static inline void prefetch_row(const float *row, uint32_t len) {
+#if defined(__GNUC__)
+  __builtin_prefetch(row);
+  __builtin_prefetch(row + len - 1);
+#else
+  (void)row;
+  (void)len;
+#endif
+}
+
 static float *normal_array(size_t n, double sd, strata_rng *rng) {
   float *a = strata_malloc(n * sizeof *a);
   if (a)
@@ -267,16 +280,28 @@ int strata_synth_generate(const strata_synth_spec *spec, strata_ratings *rs) {
   if (!rs->r) goto nomem;
   rs->cap = (size_t)spec->ratings;
 
-  for (size_t k = 0; k < rs->cap; k++) {
-    uint32_t u = sampler_draw(&us, &rng);
-    uint32_t i = sampler_draw(&is, &rng);
+  const size_t n = rs->cap;
+  /* Indices first, values second: the value pass then knows the rows it
+   * will need a few ratings ahead and can prefetch them, which matters once
+   * the factors outgrow the cache. It also keeps the (user, item) sequence
+   * of a seed independent of the noise level. */
+  for (size_t k = 0; k < n; k++) {
+    rs->r[k].user = sampler_draw(&us, &rng);
+    rs->r[k].item = sampler_draw(&is, &rng);
+  }
+  for (size_t k = 0; k < n; k++) {
+    if (k + PREFETCH_AHEAD < n) {
+      const strata_rating *a = &rs->r[k + PREFETCH_AHEAD];
+      prefetch_row(p + (size_t)a->user * rank, rank);
+      prefetch_row(q + (size_t)a->item * rank, rank);
+      prefetch_row(bu + a->user, 1);
+    }
+    uint32_t u = rs->r[k].user, i = rs->r[k].item;
     const float *pu = p + (size_t)u * rank, *qi = q + (size_t)i * rank;
     double dot = 0;
     for (uint32_t f = 0; f < rank; f++) dot += (double)pu[f] * qi[f];
-    /* Drawn even when noise is 0 so the (user, item) sequence of a seed does
-     * not depend on the noise level. */
     double eps = strata_rng_normal(&rng);
-    rs->r[k] = (strata_rating){u, i, (float)(3.5 + bu[u] + bi[i] + dot + spec->noise * eps)};
+    rs->r[k].value = (float)(3.5 + bu[u] + bi[i] + dot + spec->noise * eps);
   }
   rs->n = rs->cap;
   rs->n_users = spec->users;

@@ -1,5 +1,5 @@
 /*
- * The DSGD inner loop. Rows are padded to whole 16-float vectors so the
+ * The DSGD inner loop. Rows are padded to whole 8-float vectors so the
  * compiler's vector extensions map each row operation onto a few SIMD
  * instructions (AVX-512 with -march=native on this machine, pairs or quads of
  * narrower registers elsewhere); the serial and distributed runs call this
@@ -11,18 +11,26 @@
 #include "strata/core.h"
 #include "strata/mf.h"
 
-typedef float v16 __attribute__((vector_size(64)));
+typedef float v8 __attribute__((vector_size(32)));
+typedef float v4 __attribute__((vector_size(16)));
 
-static inline float hsum(v16 v) {
-  float s = 0;
-  for (int i = 0; i < 16; i++) s += v[i];
-  return s;
+/* A fixed shuffle tree: fewer dependent adds than a lane loop, and the same
+ * summation order on every build. */
+static inline float hsum(v8 v) {
+  v4 lo = __builtin_shufflevector(v, v, 0, 1, 2, 3);
+  v4 hi = __builtin_shufflevector(v, v, 4, 5, 6, 7);
+  v4 s = lo + hi;
+  v4 t = __builtin_shufflevector(s, s, 2, 3, 0, 1);
+  s = s + t;
+  t = __builtin_shufflevector(s, s, 1, 0, 3, 2);
+  s = s + t;
+  return s[0];
 }
 
 static inline float dot(const float *a, const float *b, int kpad) {
-  const v16 *x = (const v16 *)a, *y = (const v16 *)b;
-  v16 acc0 = {0}, acc1 = {0};
-  int nv = kpad / 16, i = 0;
+  const v8 *x = (const v8 *)a, *y = (const v8 *)b;
+  v8 acc0 = {0}, acc1 = {0};
+  int nv = kpad / 8, i = 0;
   for (; i + 1 < nv; i += 2) {
     acc0 += x[i] * y[i];
     acc1 += x[i + 1] * y[i + 1];
@@ -33,37 +41,35 @@ static inline float dot(const float *a, const float *b, int kpad) {
 
 static inline void sgd_plain(float *restrict w, float *restrict h, int kpad, float err, float lr,
                              float lambda) {
-  v16 *x = (v16 *)w, *y = (v16 *)h;
+  v8 *x = (v8 *)w, *y = (v8 *)h;
   float a = lr * err, b = 1.0f - lr * lambda;
-  for (int i = 0; i < kpad / 16; i++) {
-    v16 xv = x[i], yv = y[i];
+  for (int i = 0; i < kpad / 8; i++) {
+    v8 xv = x[i], yv = y[i];
     x[i] = b * xv + a * yv;
     y[i] = b * yv + a * xv;
   }
 }
 
 /* Row-wise AdaGrad: one accumulator per row, fed the row's mean squared
- * gradient, as in LIBMF. */
+ * gradient, as in LIBMF. The step uses the accumulator as it was before this
+ * update, which lets gradient, its square and the update share one sweep. */
 static inline void sgd_adagrad(float *restrict w, float *restrict h, int k, int kpad, float err,
                                float lr, float lambda) {
-  v16 *x = (v16 *)w, *y = (v16 *)h;
-  v16 gw2 = {0}, gh2 = {0};
-  int nv = kpad / 16;
-  for (int i = 0; i < nv; i++) {
-    v16 gw = lambda * x[i] - err * y[i];
-    v16 gh = lambda * y[i] - err * x[i];
-    gw2 += gw * gw;
-    gh2 += gh * gh;
-  }
+  v8 *x = (v8 *)w, *y = (v8 *)h;
+  v8 gw2 = {0}, gh2 = {0};
   float *tw = w + kpad, *th = h + kpad;
   float sw = lr / sqrtf(tw[1]), sh = lr / sqrtf(th[1]);
+  for (int i = 0; i < kpad / 8; i++) {
+    v8 xv = x[i], yv = y[i];
+    v8 gw = lambda * xv - err * yv;
+    v8 gh = lambda * yv - err * xv;
+    gw2 += gw * gw;
+    gh2 += gh * gh;
+    x[i] = xv - sw * gw;
+    y[i] = yv - sh * gh;
+  }
   tw[1] += hsum(gw2) / (float)k;
   th[1] += hsum(gh2) / (float)k;
-  for (int i = 0; i < nv; i++) {
-    v16 xv = x[i], yv = y[i];
-    x[i] = xv - sw * (lambda * xv - err * yv);
-    y[i] = yv - sh * (lambda * yv - err * xv);
-  }
 }
 
 double strata_mf_sgd(const strata_mf_step *st, const strata_mf_entry *e, size_t n, float *W,

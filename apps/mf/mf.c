@@ -56,20 +56,20 @@ static const strata_option mf_options[] = {
     {"test-fraction", 0, STRATA_OPT_DOUBLE, OPT(test_fraction), "0", "F", 0, 0.99, NULL,
      "hold out this fraction of --data as the test set (seeded by --seed)"},
     {"rank", 'k', STRATA_OPT_INT, OPT(rank), "32", "K", 1, 4096, NULL, "factor rank"},
-    {"lr", 0, STRATA_OPT_DOUBLE, OPT(lr), "0.01", "RATE", 1e-9, 10, NULL,
-     "learning rate (with --adagrad: the AdaGrad step)"},
-    {"lr-decay", 0, STRATA_OPT_DOUBLE, OPT(lr_decay), "0.05", "D", 0, 100, NULL,
-     "plain SGD rate of pass t is lr / (1 + D t)"},
-    {"lambda", 0, STRATA_OPT_DOUBLE, OPT(lambda), "0.05", "L", 0, 100, NULL,
+    {"update", 0, STRATA_OPT_CHOICE, OPT(update), "adagrad", "RULE", 0, 0, "adagrad|sgd",
+     "step sizes: row-wise AdaGrad (lr / sqrt(G)), or plain SGD with lr / (1 + lr-decay * pass)"},
+    {"lr", 0, STRATA_OPT_DOUBLE, OPT(lr), "0.05", "RATE", 1e-9, 10, NULL,
+     "learning rate (AdaGrad: the base step)"},
+    {"lr-decay", 0, STRATA_OPT_DOUBLE, OPT(lr_decay), "0.1", "D", 0, 100, NULL,
+     "with --update sgd: the rate of pass t (from 0) is lr / (1 + D t)"},
+    {"lambda", 0, STRATA_OPT_DOUBLE, OPT(lambda), "0.1", "L", 0, 100, NULL,
      "L2 regularisation of the factors"},
-    {"lambda-bias", 0, STRATA_OPT_DOUBLE, OPT(lambda_bias), "0.01", "L", 0, 100, NULL,
+    {"lambda-bias", 0, STRATA_OPT_DOUBLE, OPT(lambda_bias), "0.05", "L", 0, 100, NULL,
      "L2 regularisation of the biases"},
     {"init-scale", 0, STRATA_OPT_DOUBLE, OPT(init_scale), "0.1", "S", 0, 100, NULL,
      "initial factors ~ N(0, S^2/k)"},
     {"no-bias", 0, STRATA_OPT_FLAG, OPT(no_bias), NULL, NULL, 0, 0, NULL,
      "no user and item biases (plain factorisation around the mean)"},
-    {"adagrad", 0, STRATA_OPT_FLAG, OPT(adagrad), NULL, NULL, 0, 0, NULL,
-     "row-wise AdaGrad step sizes"},
     {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL}};
 
 static int mf_check(const void *vcfg, const strata_setup *setup) {
@@ -329,7 +329,7 @@ static int mf_load(const void *vcfg, const strata_setup *setup, strata_problem *
                     .kpad = kpad,
                     .stride = stride,
                     .bias = !cfg->no_bias,
-                    .adagrad = cfg->adagrad,
+                    .adagrad = strcmp(cfg->update, "adagrad") == 0,
                     .has_test = test.n > 0,
                     .mu = (float)(sum / (double)train.n),
                     .n_test = test.n,
@@ -455,7 +455,7 @@ static void mf_describe(const void *vcfg, const strata_problem *prob, strata_jso
   strata_json_number(j, "lambda", cfg->lambda);
   strata_json_number(j, "lambda_bias", cfg->lambda_bias);
   strata_json_bool(j, "bias", !cfg->no_bias);
-  strata_json_bool(j, "adagrad", cfg->adagrad);
+  strata_json_string(j, "update", cfg->update);
 }
 
 static int mf_export(const void *vcfg, const strata_setup *setup, const strata_problem *prob,

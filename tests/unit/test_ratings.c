@@ -99,7 +99,8 @@ static void test_push_close(void **state) {
   fixture *fx = *state;
   strata_ratings rs = {0};
   strata_ratings_close(&rs);
-  for (uint32_t k = 0; k < 5000; k++) assert_int_equal(strata_ratings_push(&rs, k, k * 2, (float)k), 0);
+  for (uint32_t k = 0; k < 5000; k++)
+    assert_int_equal(strata_ratings_push(&rs, k, k * 2, (float)k), 0);
   assert_int_equal(rs.n, 5000);
   assert_true(rs.cap >= rs.n);
   assert_rating(&rs, 4321, 4321, 8642, 4321.0);
@@ -119,6 +120,7 @@ static void test_tsv_good(void **state) {
                                "\n"
                                "186\t302\t3\t891717742\n"
                                "# a comment line\n"
+                               "  \t# an indented one\n"
                                "196\t377\t1\t878887116\n"
                                "   \t \n"
                                "22\t242\t4.5"); /* no final newline */
@@ -267,7 +269,8 @@ static void test_auto_detect(void **state) {
       {STRATA_FMT_CSV, "\nuser,item,rating\r\n1,2,3\r\n4,2,5\r\n", 2},
       {STRATA_FMT_CSV, "1,2,3\n4,2,5\n", 2},
       {STRATA_FMT_LIBMF, "1 2 3\n4 2 5\n5 5 5\n", 3},
-      {STRATA_FMT_MM, "%%MatrixMarket matrix coordinate real general\n% c\n4 2 2\n1 2 3\n4 2 5\n", 2},
+      {STRATA_FMT_MM, "%%MatrixMarket matrix coordinate real general\n% c\n4 2 2\n1 2 3\n4 2 5\n",
+       2},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     fx->n_paths = 0;
@@ -403,6 +406,9 @@ static void test_bad_inputs(void **state) {
       {STRATA_FMT_CSV, "u,i,r\r\n1,2,3\r\n1,2,3 x\r\n", STRATA_EPARSE, 3, NULL},
       {STRATA_FMT_CSV, "u,i,r\r\n-1,2,3\r\n", STRATA_ERANGE, 2, "negative user id -1"},
       {STRATA_FMT_DAT, "# not a comment in dat\n", STRATA_EPARSE, 1, NULL},
+      /* A numeric first line is data, so its errors are reported, not skipped. */
+      {STRATA_FMT_CSV, "1.5,2,3\n1,2,3\n", STRATA_EPARSE, 1, "user id '1.5'"},
+      {STRATA_FMT_CSV, "-3,2,3\n", STRATA_ERANGE, 1, "negative user id -3"},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     fx->n_paths = 0;
@@ -473,7 +479,8 @@ static void test_idmap_growth(void **state) {
     assert_int_equal(strata_idmap_find(m, sparse_id(k)), k);
     assert_int_equal(strata_idmap_id(m, k), sparse_id(k));
   }
-  for (uint32_t k = N; k < N + 1000; k++) assert_int_equal(strata_idmap_find(m, sparse_id(k)), STRATA_ID_UNSEEN);
+  for (uint32_t k = N; k < N + 1000; k++)
+    assert_int_equal(strata_idmap_find(m, sparse_id(k)), STRATA_ID_UNSEEN);
 
   /* Dense consecutive ids, the common case in files. */
   strata_idmap *d = strata_idmap_create();
@@ -505,8 +512,8 @@ static void test_large_file(void **state) {
   len += 3u << 20;
   text[len++] = '\n';
   for (uint32_t k = 0; k < LINES; k++)
-    len += (size_t)snprintf(text + len, cap - len, "%u %u %u.%u\n", (k * 7919u) % USERS,
-                            k % 1000, k % 5, k % 10);
+    len += (size_t)snprintf(text + len, cap - len, "%u %u %u.%u\n", (k * 7919u) % USERS, k % 1000,
+                            k % 5, k % 10);
   const char *path = write_tmp_len(fx, text, len);
   free(text);
 
@@ -558,7 +565,8 @@ static void test_alloc_failure(void **state) {
 /* ---- split --------------------------------------------------------------- */
 
 static void fill_serial(strata_ratings *rs, uint32_t n) {
-  for (uint32_t k = 0; k < n; k++) assert_int_equal(strata_ratings_push(rs, k % 97, k % 13, (float)k), 0);
+  for (uint32_t k = 0; k < n; k++)
+    assert_int_equal(strata_ratings_push(rs, k % 97, k % 13, (float)k), 0);
   rs->n_users = 97;
   rs->n_items = 13;
 }
@@ -585,9 +593,9 @@ static void test_split(void **state) {
   /* Both halves keep file order and together hold every rating once. */
   size_t i = 0, j = 0;
   for (uint32_t k = 0; k < N; k++) {
-    const strata_rating *r = (i < a.n && a.r[i].value == (float)k) ? &a.r[i++]
+    const strata_rating *r = (i < a.n && a.r[i].value == (float)k)     ? &a.r[i++]
                              : (j < ta.n && ta.r[j].value == (float)k) ? &ta.r[j++]
-                                                                        : NULL;
+                                                                       : NULL;
     assert_non_null(r);
     assert_int_equal(r->user, k % 97);
     assert_int_equal(r->item, k % 13);
@@ -675,12 +683,12 @@ static void test_movielens_latest_small(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      T(test_format_names),   T(test_push_close),         T(test_tsv_good),
-      T(test_dat_good),       T(test_csv_good),           T(test_csv_numeric_first_line),
-      T(test_libmf_good),     T(test_mm_good),            T(test_auto_detect),
-      T(test_test_file_maps), T(test_missing_file),       T(test_bad_inputs),
-      T(test_idmap_growth),   T(test_large_file),         T(test_alloc_failure),
-      T(test_split),          T(test_movielens_100k),     T(test_movielens_latest_small),
+      T(test_format_names),   T(test_push_close),     T(test_tsv_good),
+      T(test_dat_good),       T(test_csv_good),       T(test_csv_numeric_first_line),
+      T(test_libmf_good),     T(test_mm_good),        T(test_auto_detect),
+      T(test_test_file_maps), T(test_missing_file),   T(test_bad_inputs),
+      T(test_idmap_growth),   T(test_large_file),     T(test_alloc_failure),
+      T(test_split),          T(test_movielens_100k), T(test_movielens_latest_small),
   };
   return cmocka_run_group_tests_name("ratings", tests, NULL, NULL);
 }

@@ -32,8 +32,13 @@ static int teardown(void **state) {
 static void assert_live(void) { assert_int_equal(strata_alloc_live(), live0); }
 
 static strata_synth_spec small_spec(void) {
-  return (strata_synth_spec){.users = 1000, .items = 300, .ratings = 50000, .rank = 8,
-                             .noise = 0.5, .seed = 7, .skew = 0.5};
+  return (strata_synth_spec){.users = 1000,
+                             .items = 300,
+                             .ratings = 50000,
+                             .rank = 8,
+                             .noise = 0.5,
+                             .seed = 7,
+                             .skew = 0.5};
 }
 
 /* Field by field: the struct has padding, which memcmp would compare. */
@@ -139,7 +144,8 @@ static void test_parse_bad(void **state) {
     strata_synth_defaults(&d);
     s = d;
     int rc = strata_synth_parse(cases[k].text, &s);
-    if (rc != STRATA_EUSAGE) fail_msg("'%s': got %s, want STRATA_EUSAGE", cases[k].text, strata_err_name(rc));
+    if (rc != STRATA_EUSAGE)
+      fail_msg("'%s': got %s, want STRATA_EUSAGE", cases[k].text, strata_err_name(rc));
     if (!strstr(strata_err_msg(), cases[k].needle))
       fail_msg("'%s': message '%s' lacks '%s'", cases[k].text, strata_err_msg(), cases[k].needle);
     /* A rejected spec leaves the caller's values as they were. */
@@ -237,8 +243,13 @@ static uint32_t *user_counts(const strata_ratings *rs, uint32_t n, uint32_t *top
 }
 
 static void test_popularity_skew(void **state) {
-  strata_synth_spec s = {.users = 1000, .items = 100, .ratings = 100000, .rank = 4,
-                         .noise = 0.1, .seed = 11, .skew = 1.0};
+  strata_synth_spec s = {.users = 1000,
+                         .items = 100,
+                         .ratings = 100000,
+                         .rank = 4,
+                         .noise = 0.1,
+                         .seed = 11,
+                         .skew = 1.0};
   strata_ratings rs = {0};
   assert_int_equal(strata_synth_generate(&s, &rs), 0);
   uint32_t top1, top2;
@@ -308,8 +319,9 @@ static void test_alloc_failure(void **state) {
 
 static void test_random_specs(void **state) {
   const char *env = getenv("STRATA_TEST_SEED");
-  unsigned long long seed =
-      env && *env ? strtoull(env, NULL, 0) : (unsigned long long)time(NULL) ^ (unsigned long long)clock();
+  unsigned long long seed = env && *env
+                                ? strtoull(env, NULL, 0)
+                                : (unsigned long long)time(NULL) ^ (unsigned long long)clock();
   print_message("seed=%llu\n", seed);
   strata_rng rng;
   strata_rng_seed(&rng, seed);
@@ -331,7 +343,8 @@ static void test_random_specs(void **state) {
 
     /* The spec survives a round trip through its text form. */
     char text[256];
-    snprintf(text, sizeof text, "synth:users=%u,items=%u,ratings=%llu,rank=%u,noise=%.17g,seed=%llu,skew=%.17g",
+    snprintf(text, sizeof text,
+             "synth:users=%u,items=%u,ratings=%llu,rank=%u,noise=%.17g,seed=%llu,skew=%.17g",
              s.users, s.items, (unsigned long long)s.ratings, s.rank, s.noise,
              (unsigned long long)s.seed, s.skew);
     strata_synth_spec p;
@@ -348,9 +361,9 @@ static void test_random_specs(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      T(test_defaults),           T(test_parse_good),      T(test_parse_bad),
-      T(test_deterministic),      T(test_counts_and_moments), T(test_popularity_skew),
-      T(test_invalid_spec),       T(test_alloc_failure),   T(test_random_specs),
+      T(test_defaults),      T(test_parse_good),         T(test_parse_bad),
+      T(test_deterministic), T(test_counts_and_moments), T(test_popularity_skew),
+      T(test_invalid_spec),  T(test_alloc_failure),      T(test_random_specs),
   };
   return cmocka_run_group_tests_name("synth", tests, NULL, NULL);
 }
