@@ -354,7 +354,7 @@ static int has_prefix(const char *s, size_t n, const char *pre) {
 
 /* A parsed line waiting for its ids to be mapped. */
 typedef struct {
-  int64_t uid = 0, iid = 0;
+  int64_t uid, iid;
   float value;
   size_t line;
 } pending;
