@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the Debian packages strata builds against; does nothing when all
+# are present. Needs root (or sudo) only when something is missing.
+set -euo pipefail
+pkgs=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libev-dev libopenblas-dev libcmocka-dev python3)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "setup: installing ${missing[*]}" >&2
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
