@@ -49,6 +49,7 @@ typedef struct coord {
   strata_schedule sched;
   strata_run_result *res;
   double t_train0, cpu_train0;
+  double last_progress;
   double partials[STRATA_MAX_PARTIALS];
   int reports_in; /* reports received for the pass being assembled */
 } coord;
@@ -106,11 +107,17 @@ static int take_report(void *ud, const pass_report *rep) {
   c->app->objectives(c->cfg, &c->prob, c->partials, ps->objectives);
   memset(c->partials, 0, sizeof c->partials);
   memcpy(r->objectives, ps->objectives, sizeof r->objectives);
-  if (c->opts->progress) {
+  /* One line per pass; runs of many fast passes print at most one a second
+   * (plus the last) so the log stays readable. */
+  double now = strata_now();
+  int show = c->setup.passes <= 100 || rep->pass == c->setup.passes || now - c->last_progress >= 1.0;
+  if (c->opts->progress && show) {
+    c->last_progress = now;
     char obj[256] = "";
     size_t used = 0;
     for (int i = 0; i < c->app->n_objectives && used < sizeof obj; i++)
-      used += (size_t)snprintf(obj + used, sizeof obj - used, "  %s %.4f",
+      if (!isnan(ps->objectives[i]))
+        used += (size_t)snprintf(obj + used, sizeof obj - used, "  %s %.4f",
                                c->app->objective_names[i], ps->objectives[i]);
     double rate = ps->time_s > 0 ? (double)c->prob.n_examples / ps->time_s / 1e6 : 0;
     strata_log(STRATA_LOG_INFO, "pass %d/%d  %.3fs  %.1f M/s  wait %.1f%%%s", rep->pass,
