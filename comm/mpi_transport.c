@@ -58,9 +58,9 @@ static int mpi_irecv(void *impl, void *buf, size_t len, int src, int tag, strata
       recv_lens[i].h = req->h;
       recv_lens[i].len = (int)len;
       if (i >= recv_hw) recv_hw = i + 1;
-      break;
+      return 0;
     }
-  return 0;
+  return strata_err_set(STRATA_ECOMM, "more than %d receives outstanding", MAX_RECV);
 }
 
 static int mpi_test(void *impl, strata_req *req, int *done) {
@@ -97,6 +97,10 @@ int strata_comm_init(int *argc, char ***argv, strata_transport *t) {
   memset(t, 0, sizeof *t);
   if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
     return strata_err_set(STRATA_ECOMM, "MPI_Init_thread failed");
+  if (provided < MPI_THREAD_FUNNELED) {
+    MPI_Finalize();
+    return strata_err_set(STRATA_ECOMM, "MPI provides no MPI_THREAD_FUNNELED support");
+  }
   /* Errors come back as codes so that the engine can report them itself. */
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_rank(MPI_COMM_WORLD, &t->rank);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -186,6 +187,9 @@ int strata_write_atomic(const char *path, strata_fill_fn fill, void *ud) {
 
 int strata_check_writable(const char *path) {
   char buf[4096];
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+    return strata_err_set(STRATA_EIO, "%s: is a directory", path);
   if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
     return strata_err_set(STRATA_EINVAL, "%s: path too long", path);
   const char *dir = dirname(buf);

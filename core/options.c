@@ -40,24 +40,34 @@ static int store(const strata_optgroup *g, const strata_option *o, const char *t
                               o->choices);
       *(const char **)dst = text;
       return 0;
-    case STRATA_OPT_INT:
     case STRATA_OPT_U64: {
+      /* strtoull accepts "-1" as a huge number; a sign is never valid here. */
+      const char *p = text;
+      while (*p == ' ' || *p == '\t') p++;
+      errno = 0;
+      unsigned long long v = strtoull(text, &end, 10);
+      if (*p == '-' || *p == '+' || errno || end == text || *end)
+        return strata_err_set(STRATA_EUSAGE, "--%s: '%s' is not a non-negative integer", o->name,
+                              text);
+      num = (double)v;
+      if (o->min < o->max && (num < o->min || num > o->max))
+        return strata_err_set(STRATA_EUSAGE, "--%s: must be in [%g, %g] (got %s)", o->name,
+                              o->min, o->max, text);
+      *(uint64_t *)dst = (uint64_t)v;
+      return 0;
+    }
+    case STRATA_OPT_INT: {
       errno = 0;
       long long v = strtoll(text, &end, 10);
       if (errno || end == text || *end)
         return strata_err_set(STRATA_EUSAGE, "--%s: '%s' is not an integer", o->name, text);
-      if (o->type == STRATA_OPT_U64 && v < 0)
-        return strata_err_set(STRATA_EUSAGE, "--%s: must be >= 0 (got %s)", o->name, text);
-      if (o->type == STRATA_OPT_INT && (v < -2147483647LL || v > 2147483647LL))
+      if (v < -2147483647LL || v > 2147483647LL)
         return strata_err_set(STRATA_EUSAGE, "--%s: %s is out of range", o->name, text);
       num = (double)v;
       if (o->min < o->max && (num < o->min || num > o->max))
         return strata_err_set(STRATA_EUSAGE, "--%s: must be in [%g, %g] (got %s)", o->name,
                               o->min, o->max, text);
-      if (o->type == STRATA_OPT_INT)
-        *(int *)dst = (int)v;
-      else
-        *(uint64_t *)dst = (uint64_t)v;
+      *(int *)dst = (int)v;
       return 0;
     }
     case STRATA_OPT_DOUBLE:
@@ -92,7 +102,11 @@ int strata_options_defaults(const strata_optgroup *groups, int n_groups) {
           *(double *)dst = 0;
       } else {
         int rc = store(g, o, o->def);
-        if (rc) return strata_err_set(STRATA_EINVAL, "default of %s", strata_err_msg());
+        if (rc) {
+          char msg[512];
+          snprintf(msg, sizeof msg, "%s", strata_err_msg());
+          return strata_err_set(STRATA_EINVAL, "default of %s", msg);
+        }
       }
     }
   }
@@ -182,6 +196,7 @@ void strata_options_help(FILE *f, const strata_optgroup *groups, int n_groups) {
         snprintf(lhs, sizeof lhs, "    --%s%s%s", o->name, *mv ? " " : "", mv);
       fprintf(f, "  %-30s %s", lhs, o->help);
       if (o->type == STRATA_OPT_CHOICE) fprintf(f, " {%s}", o->choices);
+      if (o->min < o->max) fprintf(f, " [%g..%g]", o->min, o->max);
       if (o->def && o->type != STRATA_OPT_FLAG) fprintf(f, " [default: %s]", o->def);
       fputc('\n', f);
     }

@@ -4,8 +4,11 @@
  * worker per pass, from which it prints progress and builds the metrics. It
  * is never between two sub-epochs of a worker.
  */
+#include <limits.h>
 #include <math.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "scheduler/protocol.h"
 #include "strata/core.h"
@@ -133,9 +136,14 @@ static void finish_result(coord *c) {
   r->wall_s = strata_now() - c->t_train0;
   r->coordinator_train_cpu_s = strata_cpu_seconds() - c->cpu_train0;
   int N = c->setup.passes;
-  double times[N];
-  for (int i = 0; i < N; i++) times[i] = r->per_pass[i].time_s;
-  r->time_per_pass_s = N > 1 ? strata_median(times + 1, N - 1) : times[0];
+  double *times = strata_malloc((size_t)N * sizeof *times);
+  if (times) {
+    for (int i = 0; i < N; i++) times[i] = r->per_pass[i].time_s;
+    r->time_per_pass_s = N > 1 ? strata_median(times + 1, N - 1) : times[0];
+  } else {
+    r->time_per_pass_s = 0.0 / 0.0; /* reported as null rather than a made-up value */
+  }
+  strata_free(times);
   r->updates_per_s = r->time_per_pass_s > 0 ? (double)r->n_examples / r->time_per_pass_s : 0;
 }
 
@@ -215,6 +223,20 @@ static int load_and_schedule(coord *c) {
       return strata_err_set(STRATA_EINVAL, "%s: rotating block %d is not nrows x row_bytes",
                             c->app->name, i);
   }
+  /* Every block travels as one message; refuse now rather than after some
+   * workers were sent their set-up. */
+  const strata_problem *p = &c->prob;
+  for (int i = 0; i < p->n_data; i++)
+    if (p->data[i].len > INT_MAX || (p->eval && p->eval[i].len > INT_MAX))
+      return strata_err_set(STRATA_ETOOBIG,
+                            "data block %d has %zu bytes, over the 2 GiB message limit: "
+                            "use more --strata", i, p->data[i].len);
+  for (int i = 0; i < p->n_resident; i++)
+    if (p->resident[i].len > INT_MAX)
+      return strata_err_set(STRATA_ETOOBIG, "parameter block %d is over 2 GiB: use more --strata", i);
+  for (int i = 0; i < p->n_rotating; i++)
+    if (p->rotating[i].len > INT_MAX)
+      return strata_err_set(STRATA_ETOOBIG, "parameter block %d is over 2 GiB: use more --strata", i);
   return 0;
 }
 
@@ -264,6 +286,8 @@ static int run_coordinator(coord *c, strata_transport *t) {
   for (int i = 0; i < p->n_rotating; i++) desc[k++] = (block_desc){p->rotating[i].len, p->rotating[i].nrows, p->rotating[i].row_bytes};
 
   double t1 = strata_now();
+  /* From here until the model is in, workers depend on this rank. */
+  c->res->peers_blocked = 1;
   if ((rc = ship(c, t, sched_buf, sched_len, desc, &h))) goto done;
   c->res->setup_s = strata_now() - t1;
   /* The workers own the data now; the coordinator keeps only descriptors. */
@@ -323,7 +347,12 @@ static int run_coordinator(coord *c, strata_transport *t) {
     }
     if (!rc) rc = strata__loop_wait_all(t, er, n);
     strata_free(er);
-    if (!rc) rc = export_model(c);
+    if (!rc) {
+      c->res->peers_blocked = 0;
+      rc = export_model(c);
+    }
+  } else {
+    c->res->peers_blocked = 0;
   }
 done:
   strata_free(sched_buf);
@@ -366,6 +395,18 @@ static int run_serial(coord *c) {
   return export_model(c);
 }
 
+/* The model directory may exist (files in it are replaced) or be creatable. */
+static int check_model_dir(const char *dir) {
+  struct stat st;
+  if (stat(dir, &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) return strata_err_set(STRATA_EIO, "%s: exists and is not a directory", dir);
+    if (access(dir, W_OK | X_OK) != 0)
+      return strata_err_set(STRATA_EIO, "%s: cannot write there", dir);
+    return 0;
+  }
+  return strata_check_writable(dir);
+}
+
 int strata_engine_run(const strata_app *app, void *cfg, const strata_engine_opts *opts,
                       strata_transport *t, strata_run_result *result) {
   int serial = t == NULL;
@@ -388,9 +429,12 @@ int strata_engine_run(const strata_app *app, void *cfg, const strata_engine_opts
                            .model_out = opts->model_out};
   double cpu0 = strata_cpu_seconds(), wall0 = strata_now();
   int rc = alloc_result(&c);
+  if (!rc && (app->n_partials > STRATA_MAX_PARTIALS || app->n_objectives > STRATA_MAX_OBJECTIVES))
+    rc = strata_err_set(STRATA_EINVAL, "%s: at most %d partials and %d objectives", app->name,
+                        STRATA_MAX_PARTIALS, STRATA_MAX_OBJECTIVES);
   /* Output paths are checked before any work, so a typo costs nothing. */
   if (!rc && opts->metrics_out) rc = strata_check_writable(opts->metrics_out);
-  if (!rc && opts->model_out) rc = strata_check_writable(opts->model_out);
+  if (!rc && opts->model_out) rc = check_model_dir(opts->model_out);
   if (rc) {
     if (!serial) send_failure(t, rc);
   } else {

@@ -24,6 +24,9 @@ void strata_schedule_close(strata_schedule *s) {
   strata_free(s->offsets);
   strata_free(s->tasks);
   strata_free(s->keys);
+  strata_free(s->data_owner);
+  strata_free(s->resident_owner);
+  strata_free(s->holder);
   memset(s, 0, sizeof *s);
 }
 
@@ -74,7 +77,29 @@ int strata_schedule_finish(strata_schedule *s) {
   s->tasks = sorted;
   s->cap = s->n_tasks;
   s->finished = 1;
-  return strata_schedule_validate(s);
+  int rc = strata_schedule_validate(s);
+  if (rc) return rc;
+  /* Validation proved each id has at most one owner, so one scan fills the
+   * lookup tables. */
+  s->data_owner = strata_malloc((size_t)s->n_data * sizeof(int));
+  s->resident_owner = strata_malloc((size_t)s->n_resident * sizeof(int));
+  s->holder = strata_malloc((size_t)s->n_subepochs * (size_t)s->n_rotating * sizeof(int));
+  if (!s->data_owner || !s->resident_owner || !s->holder)
+    return strata_err_set(STRATA_ENOMEM, "schedule: out of memory");
+  for (int i = 0; i < s->n_data; i++) s->data_owner[i] = -1;
+  for (int i = 0; i < s->n_resident; i++) s->resident_owner[i] = -1;
+  for (int i = 0; i < s->n_subepochs * s->n_rotating; i++) s->holder[i] = -1;
+  for (int sub = 0; sub < s->n_subepochs; sub++)
+    for (int w = 0; w < s->n_workers; w++) {
+      int n;
+      const strata_task *t = strata_schedule_tasks(s, sub, w, &n);
+      for (int i = 0; i < n; i++) {
+        s->data_owner[t[i].data] = w;
+        s->resident_owner[t[i].resident] = w;
+        s->holder[sub * s->n_rotating + t[i].rotating] = w;
+      }
+    }
+  return 0;
 }
 
 const strata_task *strata_schedule_tasks(const strata_schedule *s, int sub, int w, int *n) {
@@ -148,35 +173,16 @@ done:
 }
 
 int strata_schedule_data_owner(const strata_schedule *s, int d) {
-  for (int sub = 0; sub < s->n_subepochs; sub++)
-    for (int w = 0; w < s->n_workers; w++) {
-      int n;
-      const strata_task *t = strata_schedule_tasks(s, sub, w, &n);
-      for (int i = 0; i < n; i++)
-        if (t[i].data == d) return w;
-    }
-  return -1;
+  return d >= 0 && d < s->n_data ? s->data_owner[d] : -1;
 }
 
 int strata_schedule_resident_owner(const strata_schedule *s, int r) {
-  for (int sub = 0; sub < s->n_subepochs; sub++)
-    for (int w = 0; w < s->n_workers; w++) {
-      int n;
-      const strata_task *t = strata_schedule_tasks(s, sub, w, &n);
-      for (int i = 0; i < n; i++)
-        if (t[i].resident == r) return w;
-    }
-  return -1;
+  return r >= 0 && r < s->n_resident ? s->resident_owner[r] : -1;
 }
 
 int strata_schedule_rotating_holder(const strata_schedule *s, int r, int sub) {
-  for (int w = 0; w < s->n_workers; w++) {
-    int n;
-    const strata_task *t = strata_schedule_tasks(s, sub, w, &n);
-    for (int i = 0; i < n; i++)
-      if (t[i].rotating == r) return w;
-  }
-  return -1;
+  if (r < 0 || r >= s->n_rotating || sub < 0 || sub >= s->n_subepochs) return -1;
+  return s->holder[sub * s->n_rotating + r];
 }
 
 int strata_schedule_diagonal(strata_schedule *s, int P, int B) {
@@ -236,6 +242,16 @@ int strata_schedule_unpack(strata_schedule *s, const void *buf, size_t len) {
     rc = strata_err_set(STRATA_ESCHED, "schedule: bad length");
     goto fail;
   }
+  /* Offsets come off the wire: each must stay inside the task array. */
+  if (p[5] != 0) {
+    rc = strata_err_set(STRATA_ESCHED, "schedule: bad offsets");
+    goto fail;
+  }
+  for (size_t k = 0; k + 1 < nk; k++)
+    if (p[5 + k] > p[5 + k + 1]) {
+      rc = strata_err_set(STRATA_ESCHED, "schedule: bad offsets");
+      goto fail;
+    }
   const int32_t *q = p + 5 + nk;
   for (size_t k = 0; k + 1 < nk; k++)
     for (int i = p[5 + k]; i < p[5 + k + 1]; i++) {

@@ -134,8 +134,9 @@ static int run_task(strata__worker *w, ring *rg, int pass, int s, const strata_t
   return 0;
 }
 
-/* Rotating blocks this worker holds once the transfers after sub-epoch
- * `last` have landed: those of its tasks in the sub-epoch that follows. */
+/* The sub-epoch whose tasks name the rotating blocks a worker holds at the
+ * end of `pass` once its transfers have landed: the next pass's first, or,
+ * after the last pass (nothing is sent on), the final one. */
 static int held_subepoch(const ring *rg, int pass, int passes) {
   return pass + 1 < passes ? 0 : rg->S - 1;
 }

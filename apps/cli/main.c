@@ -35,7 +35,7 @@ typedef struct cli_opts {
 static const strata_option engine_options[] = {
     {"mode", 'm', STRATA_OPT_CHOICE, EOPT(eng.mode), "scheduled", "MODE", 0, 0, "scheduled|serial",
      "scheduled: coordinator + workers over MPI; serial: one process, no MPI traffic"},
-    {"strata", 'B', STRATA_OPT_INT, EOPT(eng.strata), "0", "B", 0, 65536, NULL,
+    {"strata", 'B', STRATA_OPT_INT, EOPT(eng.strata), "0", "B", 0, 4096, NULL,
      "strata per pass (blocking B x B); 0 = one per worker"},
     {"depth", 0, STRATA_OPT_INT, EOPT(eng.depth), "8", "C", 1, 1024, NULL,
      "pipeline chunks per rotating block"},
@@ -121,7 +121,7 @@ static int run_app(const strata_app *app, int argc, char **argv, int full_argc, 
   my_rank = t.rank;
   cli_opts co;
   memset(&co, 0, sizeof co);
-  void *cfg = calloc(1, app->config_size);
+  void *cfg = strata_calloc(1, app->config_size);
   strata_optgroup groups[2] = {{"engine options", engine_options, &co},
                                {"", app->options, cfg}};
   char title[64];
@@ -188,11 +188,13 @@ static int run_app(const strata_app *app, int argc, char **argv, int full_argc, 
 out:
   if (rc && strata_err_msg()[0] && (t.rank == 0 || rc != STRATA_EUSAGE))
     fprintf(stderr, "strata %s: %s%s\n", app->name, t.rank ? "worker: " : "", strata_err_msg());
+  int peers_blocked = result.peers_blocked;
   strata_run_result_close(&result);
-  free(cfg);
+  strata_free(cfg);
   /* A failure in the middle of the passes can leave peers blocked on a
    * block that will never come: only then end the whole job at once. */
-  if (rc && (rc == STRATA_ECOMM || rc == STRATA_EINTR || (t.rank > 0 && strata_err_msg()[0] && rc != STRATA_EUSAGE))) {
+  int stuck = t.rank == 0 ? peers_blocked : strata_err_msg()[0] && rc != STRATA_EUSAGE;
+  if (rc && (stuck || rc == STRATA_ECOMM || rc == STRATA_EINTR)) {
     fflush(NULL);
     strata_comm_abort(&t, exit_code(rc));
   }

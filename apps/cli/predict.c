@@ -22,7 +22,7 @@ static const strata_option predict_options[] = {
     {"model", 0, STRATA_OPT_STRING, POPT(model), NULL, "DIR", 0, 0, NULL,
      "model directory written by --model-out (required)"},
     {"pairs", 0, STRATA_OPT_STRING, POPT(pairs), NULL, "FILE", 0, 0, NULL,
-     "rating-format file of (user, item[, rating]) to score; prints user item score"},
+     "ratings-format file (user item rating, rating ignored) of pairs to score; prints user item score"},
     {"top", 'n', STRATA_OPT_INT, POPT(top), "10", "N", 1, 100000, NULL,
      "with --users: how many items to list per user"},
     {"users", 0, STRATA_OPT_STRING, POPT(users), NULL, "ID,ID|all", 0, 0, NULL,

@@ -77,7 +77,8 @@ typedef int (*strata_fill_fn)(FILE *f, void *ud);
 STRATA_EXPORT int strata_write_atomic(const char *path, strata_fill_fn fill, void *ud);
 
 /* Checks that a file could be created at path (its directory exists and is
- * writable) without creating it, so runs fail before doing the work. */
+ * writable, and path is not a directory) without creating it, so runs fail
+ * before doing the work. */
 STRATA_EXPORT int strata_check_writable(const char *path);
 
 /* Rounds n up to a multiple of m (m > 0). */

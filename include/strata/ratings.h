@@ -51,7 +51,7 @@ typedef enum {
   STRATA_FMT_AUTO = 0,
   STRATA_FMT_TSV,   /* MovieLens u.data: user \t item \t rating [\t ts] */
   STRATA_FMT_DAT,   /* MovieLens ratings.dat: user::item::rating[::ts] */
-  STRATA_FMT_CSV,   /* ratings.csv: header line, user,item,rating[,ts], CRLF ok */
+  STRATA_FMT_CSV,   /* ratings.csv: optional header line, user,item,rating[,ts], CRLF ok */
   STRATA_FMT_LIBMF, /* LIBMF text: user item rating, whitespace separated */
   STRATA_FMT_MM     /* Matrix Market coordinate real/integer general, 1-based */
 } strata_format;

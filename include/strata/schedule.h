@@ -40,6 +40,10 @@ typedef struct strata_schedule {
   int *offsets;
   strata_task *tasks;
   int n_tasks;
+  /* lookup tables filled by finish: O(1) owner queries */
+  int *data_owner;     /* n_data */
+  int *resident_owner; /* n_resident (-1: unused) */
+  int *holder;         /* n_subepochs * n_rotating */
   /* building state */
   int cap;
   int32_t *keys; /* s * n_workers + w of each added task */
@@ -67,6 +71,7 @@ STRATA_EXPORT int strata_schedule_validate(const strata_schedule *s);
 STRATA_EXPORT const strata_task *strata_schedule_tasks(const strata_schedule *s, int sub, int w,
                                                       int *n);
 
+/* Owner queries on a finished schedule, O(1). */
 /* Worker that processes data block d (-1 if none). */
 STRATA_EXPORT int strata_schedule_data_owner(const strata_schedule *s, int d);
 /* Worker that owns resident block r (-1 if unused). */

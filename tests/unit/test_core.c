@@ -1,0 +1,469 @@
+/*
+ * Unit tests for core/core.c (allocation wrappers, random numbers, atomic
+ * file output) and strata_median.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "strata/core.h"
+#include "strata/engine.h"
+#include "strata/error.h"
+
+static size_t live0;
+
+static int setup(void **state) {
+  (void)state;
+  live0 = strata_alloc_live();
+  strata_err_clear();
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  strata_alloc_fail_after(0);
+  assert_int_equal(strata_alloc_live(), live0);
+  return 0;
+}
+
+/* ---- helpers for file tests ------------------------------------------ */
+
+static void make_tmpdir(char *dir, size_t n) {
+  snprintf(dir, n, "/tmp/strata_test_core.XXXXXX");
+  assert_non_null(mkdtemp(dir));
+}
+
+/* Number of entries in dir other than . and .. */
+static int count_entries(const char *dir) {
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+  closedir(d);
+  return n;
+}
+
+static void remove_tree(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  char p[4096];
+  while ((e = readdir(d))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+    chmod(p, 0700);
+    if (unlink(p) != 0) remove_tree(p);
+  }
+  closedir(d);
+  rmdir(dir);
+}
+
+static size_t read_file(const char *path, char *buf, size_t cap) {
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  size_t n = fread(buf, 1, cap - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  return n;
+}
+
+/* ---- allocation ------------------------------------------------------ */
+
+static void test_malloc_counts_live_bytes(void **state) {
+  (void)state;
+  char *a = strata_malloc(100);
+  assert_non_null(a);
+  assert_int_equal(strata_alloc_live(), live0 + 100);
+  char *b = strata_malloc(28);
+  assert_non_null(b);
+  assert_int_equal(strata_alloc_live(), live0 + 128);
+  memset(a, 1, 100);
+  memset(b, 2, 28);
+  strata_free(a);
+  assert_int_equal(strata_alloc_live(), live0 + 28);
+  strata_free(b);
+  assert_int_equal(strata_alloc_live(), live0);
+}
+
+static void test_calloc_zeroes(void **state) {
+  (void)state;
+  /* Dirty the heap first so a non-zeroing calloc would likely show. */
+  for (int round = 0; round < 4; round++) {
+    unsigned char *d = strata_malloc(4096);
+    assert_non_null(d);
+    memset(d, 0xAB, 4096);
+    strata_free(d);
+    unsigned char *z = strata_calloc(512, 8);
+    assert_non_null(z);
+    assert_int_equal(strata_alloc_live(), live0 + 4096);
+    for (int i = 0; i < 4096; i++) assert_int_equal(z[i], 0);
+    strata_free(z);
+  }
+}
+
+static void test_calloc_overflow_fails(void **state) {
+  (void)state;
+  assert_null(strata_calloc(SIZE_MAX / 2, 4));
+  assert_null(strata_malloc(SIZE_MAX - 10));
+  assert_int_equal(strata_alloc_live(), live0);
+}
+
+static void test_realloc_keeps_content(void **state) {
+  (void)state;
+  int *p = strata_malloc(10 * sizeof(int));
+  assert_non_null(p);
+  for (int i = 0; i < 10; i++) p[i] = i * 7 + 1;
+  p = strata_realloc(p, 1000 * sizeof(int));
+  assert_non_null(p);
+  assert_int_equal(strata_alloc_live(), live0 + 1000 * sizeof(int));
+  for (int i = 0; i < 10; i++) assert_int_equal(p[i], i * 7 + 1);
+  p = strata_realloc(p, 4 * sizeof(int));
+  assert_non_null(p);
+  assert_int_equal(strata_alloc_live(), live0 + 4 * sizeof(int));
+  for (int i = 0; i < 4; i++) assert_int_equal(p[i], i * 7 + 1);
+  strata_free(p);
+  /* realloc(NULL, n) is malloc. */
+  void *q = strata_realloc(NULL, 33);
+  assert_non_null(q);
+  assert_int_equal(strata_alloc_live(), live0 + 33);
+  strata_free(q);
+}
+
+static void test_aligned_is_64_byte_aligned(void **state) {
+  (void)state;
+  void *blocks[64];
+  size_t total = 0;
+  for (int i = 0; i < 64; i++) {
+    size_t n = (size_t)(1 + i * 37);
+    blocks[i] = strata_alloc_aligned(n);
+    assert_non_null(blocks[i]);
+    assert_int_equal((uintptr_t)blocks[i] % 64, 0);
+    memset(blocks[i], 0x5a, n);
+    total += n;
+  }
+  assert_int_equal(strata_alloc_live(), live0 + total);
+  for (int i = 0; i < 64; i++) strata_free(blocks[i]);
+  assert_int_equal(strata_alloc_live(), live0);
+}
+
+static void test_free_null_is_noop(void **state) {
+  (void)state;
+  strata_free(NULL);
+  assert_int_equal(strata_alloc_live(), live0);
+}
+
+static void test_fail_after_injects_one_failure(void **state) {
+  (void)state;
+  strata_alloc_fail_after(3);
+  void *a = strata_malloc(8);
+  void *b = strata_calloc(2, 8);
+  void *c = strata_alloc_aligned(8); /* the third allocation fails */
+  void *d = strata_malloc(8);        /* and the hook disarms itself */
+  assert_non_null(a);
+  assert_non_null(b);
+  assert_null(c);
+  assert_non_null(d);
+  assert_int_equal(strata_alloc_live(), live0 + 8 + 16 + 8);
+  strata_free(a);
+  strata_free(b);
+  strata_free(d);
+
+  strata_alloc_fail_after(1);
+  assert_null(strata_malloc(1));
+  void *e = strata_malloc(1);
+  assert_non_null(e);
+  strata_free(e);
+
+  /* A failed realloc leaves the original block alone. */
+  char *p = strata_malloc(16);
+  assert_non_null(p);
+  memcpy(p, "keep me intact!", 16);
+  strata_alloc_fail_after(1);
+  assert_null(strata_realloc(p, 4096));
+  assert_string_equal(p, "keep me intact!");
+  assert_int_equal(strata_alloc_live(), live0 + 16);
+  strata_free(p);
+
+  /* 0 disarms. */
+  strata_alloc_fail_after(1);
+  strata_alloc_fail_after(0);
+  void *f = strata_malloc(1);
+  assert_non_null(f);
+  strata_free(f);
+}
+
+/* ---- clocks ---------------------------------------------------------- */
+
+static void test_clocks_advance(void **state) {
+  (void)state;
+  double t0 = strata_now(), c0 = strata_cpu_seconds();
+  volatile double x = 0;
+  for (int i = 0; i < 2000000; i++) x += sqrt((double)i);
+  double t1 = strata_now(), c1 = strata_cpu_seconds();
+  assert_true(t1 > t0);
+  assert_true(c1 >= c0);
+  assert_true(c0 >= 0);
+  assert_true(x > 0);
+}
+
+/* ---- random numbers -------------------------------------------------- */
+
+static void test_rng_same_seed_same_stream(void **state) {
+  (void)state;
+  strata_rng a, b;
+  strata_rng_seed(&a, 12345);
+  strata_rng_seed(&b, 12345);
+  for (int i = 0; i < 1000; i++) assert_true(strata_rng_next(&a) == strata_rng_next(&b));
+  strata_rng_seed(&a, 0);
+  strata_rng_seed(&b, 0);
+  for (int i = 0; i < 100; i++) {
+    assert_true(strata_rng_uniform(&a) == strata_rng_uniform(&b));
+    assert_true(strata_rng_normal(&a) == strata_rng_normal(&b));
+    assert_true(strata_rng_below(&a, 1000003) == strata_rng_below(&b, 1000003));
+  }
+}
+
+static void test_rng_different_seed_differs(void **state) {
+  (void)state;
+  strata_rng a, b;
+  strata_rng_seed(&a, 1);
+  strata_rng_seed(&b, 2);
+  int same = 0;
+  for (int i = 0; i < 1000; i++) same += strata_rng_next(&a) == strata_rng_next(&b);
+  assert_int_equal(same, 0);
+  /* A seed of zero still gives a non-degenerate stream. */
+  strata_rng z;
+  strata_rng_seed(&z, 0);
+  uint64_t first = strata_rng_next(&z);
+  int repeats = 0;
+  for (int i = 0; i < 100; i++) repeats += strata_rng_next(&z) == first;
+  assert_int_equal(repeats, 0);
+  assert_true(strata_mix64(1) != strata_mix64(2));
+  assert_true(strata_mix64(7) == strata_mix64(7));
+}
+
+static void test_rng_uniform_range(void **state) {
+  (void)state;
+  strata_rng r;
+  strata_rng_seed(&r, 99);
+  double sum = 0;
+  const int n = 100000;
+  for (int i = 0; i < n; i++) {
+    double u = strata_rng_uniform(&r);
+    assert_true(u >= 0.0 && u < 1.0);
+    sum += u;
+  }
+  assert_true(fabs(sum / n - 0.5) < 0.01);
+}
+
+static void test_rng_below_in_range_and_uniform(void **state) {
+  (void)state;
+  strata_rng r;
+  strata_rng_seed(&r, 2024);
+  enum { K = 10, N = 100000 };
+  long counts[K] = {0};
+  for (int i = 0; i < N; i++) {
+    uint64_t x = strata_rng_below(&r, K);
+    assert_true(x < K);
+    counts[x]++;
+  }
+  double expect = (double)N / K, chi2 = 0;
+  for (int i = 0; i < K; i++) chi2 += (counts[i] - expect) * (counts[i] - expect) / expect;
+  /* 9 degrees of freedom: P(chi2 > 40) < 1e-5. */
+  assert_true(chi2 < 40.0);
+
+  for (int i = 0; i < 1000; i++) assert_true(strata_rng_below(&r, 1) == 0);
+  /* n just above 2^63: about half the raw outputs are rejected. */
+  uint64_t big = (UINT64_C(1) << 63) + 12345;
+  int high = 0;
+  for (int i = 0; i < 2000; i++) {
+    uint64_t x = strata_rng_below(&r, big);
+    assert_true(x < big);
+    high += x >= big / 2;
+  }
+  assert_true(high > 800 && high < 1200);
+  /* Non power-of-two n over a range where modulo bias would be visible. */
+  uint64_t m = (UINT64_MAX / 3) * 2;
+  int low_third = 0;
+  for (int i = 0; i < 30000; i++) low_third += strata_rng_below(&r, m) < m / 2;
+  assert_true(low_third > 14000 && low_third < 16000);
+}
+
+static void test_rng_normal_moments(void **state) {
+  (void)state;
+  strata_rng r;
+  strata_rng_seed(&r, 777);
+  const int n = 100000;
+  double s = 0, s2 = 0, s4 = 0;
+  for (int i = 0; i < n; i++) {
+    double x = strata_rng_normal(&r);
+    assert_true(isfinite(x));
+    s += x;
+    s2 += x * x;
+    s4 += x * x * x * x;
+  }
+  double mean = s / n, var = s2 / n - mean * mean;
+  assert_true(fabs(mean) < 0.02);
+  assert_true(fabs(var - 1.0) < 0.03);
+  assert_true(fabs(s4 / n - 3.0) < 0.15); /* kurtosis of a normal */
+}
+
+/* ---- atomic output --------------------------------------------------- */
+
+static int fill_text(FILE *f, void *ud) {
+  fputs((const char *)ud, f);
+  return 0;
+}
+
+static int fill_fail(FILE *f, void *ud) {
+  (void)ud;
+  fputs("partial content", f);
+  return strata_err_set(STRATA_EPARSE, "fill gave up");
+}
+
+static void test_write_atomic_success(void **state) {
+  (void)state;
+  char dir[64], path[128], buf[256];
+  make_tmpdir(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/out.txt", dir);
+  assert_int_equal(strata_write_atomic(path, fill_text, (void *)"hello\nworld\n"), 0);
+  read_file(path, buf, sizeof buf);
+  assert_string_equal(buf, "hello\nworld\n");
+  assert_int_equal(count_entries(dir), 1);
+  /* Overwrite replaces the whole content. */
+  assert_int_equal(strata_write_atomic(path, fill_text, (void *)"x"), 0);
+  read_file(path, buf, sizeof buf);
+  assert_string_equal(buf, "x");
+  assert_int_equal(count_entries(dir), 1);
+  remove_tree(dir);
+}
+
+static void test_write_atomic_failed_fill_leaves_nothing(void **state) {
+  (void)state;
+  char dir[64], path[128], buf[256];
+  make_tmpdir(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/out.txt", dir);
+  assert_int_equal(strata_write_atomic(path, fill_fail, NULL), STRATA_EPARSE);
+  assert_int_equal(count_entries(dir), 0);
+  struct stat sb;
+  assert_int_not_equal(stat(path, &sb), 0);
+
+  /* With an existing file, a failed write keeps the old content. */
+  assert_int_equal(strata_write_atomic(path, fill_text, (void *)"old"), 0);
+  assert_int_equal(strata_write_atomic(path, fill_fail, NULL), STRATA_EPARSE);
+  read_file(path, buf, sizeof buf);
+  assert_string_equal(buf, "old");
+  assert_int_equal(count_entries(dir), 1);
+  remove_tree(dir);
+}
+
+static void test_write_atomic_unwritable_dir(void **state) {
+  (void)state;
+  char dir[64], path[160];
+  make_tmpdir(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/no/such/dir/out.json", dir);
+  assert_int_equal(strata_write_atomic(path, fill_text, (void *)"x"), STRATA_EIO);
+  assert_non_null(strstr(strata_err_msg(), path));
+  assert_int_equal(count_entries(dir), 0);
+
+  /* Parent is a regular file. */
+  char file[128];
+  snprintf(file, sizeof file, "%s/plain", dir);
+  assert_int_equal(strata_write_atomic(file, fill_text, (void *)"x"), 0);
+  snprintf(path, sizeof path, "%s/plain/out.json", dir);
+  assert_int_equal(strata_write_atomic(path, fill_text, (void *)"x"), STRATA_EIO);
+  assert_non_null(strstr(strata_err_msg(), path));
+
+  /* Permissions only bind non-root users. */
+  if (geteuid() != 0) {
+    char ro[128];
+    snprintf(ro, sizeof ro, "%s/ro", dir);
+    assert_int_equal(mkdir(ro, 0500), 0);
+    snprintf(path, sizeof path, "%s/out.json", ro);
+    assert_int_equal(strata_write_atomic(path, fill_text, (void *)"x"), STRATA_EIO);
+    assert_non_null(strstr(strata_err_msg(), path));
+    assert_int_equal(count_entries(ro), 0);
+  }
+  remove_tree(dir);
+}
+
+static void test_check_writable(void **state) {
+  (void)state;
+  char dir[64], path[160];
+  make_tmpdir(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/metrics.json", dir);
+  assert_int_equal(strata_check_writable(path), 0);
+  assert_int_equal(count_entries(dir), 0); /* checked, not created */
+
+  snprintf(path, sizeof path, "%s/missing/metrics.json", dir);
+  assert_int_equal(strata_check_writable(path), STRATA_EIO);
+  assert_non_null(strstr(strata_err_msg(), path));
+  assert_int_equal(count_entries(dir), 0);
+
+  if (geteuid() != 0) {
+    char ro[128];
+    snprintf(ro, sizeof ro, "%s/ro", dir);
+    assert_int_equal(mkdir(ro, 0500), 0);
+    snprintf(path, sizeof path, "%s/out.json", ro);
+    assert_int_equal(strata_check_writable(path), STRATA_EIO);
+    assert_non_null(strstr(strata_err_msg(), path));
+  }
+  remove_tree(dir);
+}
+
+/* ---- median ---------------------------------------------------------- */
+
+static void test_median(void **state) {
+  (void)state;
+  double odd[] = {5, 1, 4, 2, 3};
+  assert_true(strata_median(odd, 5) == 3.0);
+  /* Input untouched. */
+  assert_true(odd[0] == 5 && odd[1] == 1 && odd[2] == 4 && odd[3] == 2 && odd[4] == 3);
+  double even[] = {10, 2, 8, 4};
+  assert_true(strata_median(even, 4) == 6.0);
+  double one[] = {-7.5};
+  assert_true(strata_median(one, 1) == -7.5);
+  double two[] = {1, 2};
+  assert_true(strata_median(two, 2) == 1.5);
+  double dup[] = {3, 3, 1, 3, 9, 9};
+  assert_true(strata_median(dup, 6) == 3.0);
+  assert_true(isnan(strata_median(odd, 0)));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_malloc_counts_live_bytes, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_calloc_zeroes, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_calloc_overflow_fails, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_realloc_keeps_content, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_aligned_is_64_byte_aligned, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_free_null_is_noop, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_fail_after_injects_one_failure, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_clocks_advance, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_rng_same_seed_same_stream, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_rng_different_seed_differs, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_rng_uniform_range, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_rng_below_in_range_and_uniform, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_rng_normal_moments, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_write_atomic_success, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_write_atomic_failed_fill_leaves_nothing, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_write_atomic_unwritable_dir, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_check_writable, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_median, setup, teardown),
+  };
+  return cmocka_run_group_tests_name("core", tests, NULL, NULL);
+}

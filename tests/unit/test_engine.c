@@ -1,0 +1,607 @@
+/*
+ * Unit tests for the engine in serial mode, driven by the MF app in-process:
+ * convergence, determinism, metrics, model export and early errors.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "strata/core.h"
+#include "strata/engine.h"
+#include "strata/mf.h"
+#include "strata/options.h"
+
+#define SYNTH "synth:users=300,items=200,ratings=20000,rank=5,noise=0.1,seed=3"
+
+static size_t live0;
+static char tmpdir[64];
+
+static int setup(void **state) {
+  (void)state;
+  live0 = strata_alloc_live();
+  strata_err_clear();
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/strata_test_engine.XXXXXX");
+  assert_non_null(mkdtemp(tmpdir));
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+  assert_int_equal(system(cmd), 0);
+  assert_int_equal(strata_alloc_live(), live0);
+  return 0;
+}
+
+static void default_cfg(strata_mf_config *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  strata_optgroup g = {"mf", strata_app_mf.options, cfg};
+  assert_int_equal(strata_options_defaults(&g, 1), 0);
+  assert_int_equal(strata_app_mf.config_size, sizeof *cfg);
+  cfg->data = SYNTH;
+  cfg->rank = 8;
+  cfg->test_fraction = 0.1;
+}
+
+static strata_engine_opts default_opts(int strata, int depth) {
+  strata_engine_opts o = {.mode = "serial", .strata = strata, .depth = depth, .passes = 5,
+                          .seed = 7};
+  return o;
+}
+
+static int objective_index(const char *name) {
+  for (int i = 0; i < strata_app_mf.n_objectives; i++)
+    if (strcmp(strata_app_mf.objective_names[i], name) == 0) return i;
+  fail_msg("no objective named %s", name);
+  return -1;
+}
+
+/* Checks a finished 5-pass run of the standard problem. */
+static void check_converged(const strata_run_result *r, int strata, int depth) {
+  int tr = objective_index("train_rmse"), te = objective_index("test_rmse");
+  assert_ptr_equal(r->app, &strata_app_mf);
+  assert_string_equal(r->mode, "serial");
+  assert_int_equal(r->workers, 1);
+  assert_int_equal(r->strata, strata);
+  assert_int_equal(r->depth, depth);
+  assert_int_equal(r->passes, 5);
+  assert_non_null(r->per_pass);
+  assert_non_null(r->per_pass_worker);
+  assert_non_null(r->worker_total);
+  /* 10% of the ratings held out */
+  assert_true(r->n_examples >= 18000 - 600 && r->n_examples <= 18000 + 600);
+  assert_true(r->n_examples < 20000);
+  for (int p = 0; p < 5; p++) {
+    const strata_pass_stats *ps = &r->per_pass[p];
+    assert_int_equal(ps->pass, p + 1);
+    assert_true(ps->time_s > 0);
+    assert_true(ps->compute_s > 0 && ps->compute_s <= ps->time_s);
+    assert_true(ps->wait_s >= 0);
+    assert_int_equal(ps->bytes_sent, 0); /* serial: nothing moves */
+    assert_true(isfinite(ps->objectives[tr]));
+    assert_true(isfinite(ps->objectives[te]));
+    assert_true(ps->objectives[tr] > 0);
+    if (p > 0) assert_true(ps->objectives[tr] < r->per_pass[p - 1].objectives[tr]);
+  }
+  assert_true(r->per_pass[4].objectives[tr] < 1.0);
+  assert_true(r->objectives[tr] == r->per_pass[4].objectives[tr]);
+  assert_true(r->objectives[te] == r->per_pass[4].objectives[te]);
+  /* test error improves over training too */
+  assert_true(r->objectives[te] < r->per_pass[0].objectives[te]);
+  assert_true(r->time_per_pass_s > 0);
+  assert_true(r->updates_per_s > 0);
+  assert_true(fabs(r->updates_per_s * r->time_per_pass_s - (double)r->n_examples) <
+              1e-6 * (double)r->n_examples);
+  assert_true(r->wall_s > 0);
+  assert_true(r->load_s > 0);
+  assert_true(r->coordinator_wall_s >= r->wall_s);
+  assert_true(r->coordinator_cpu_s > 0);
+  /* per-worker totals add the passes up */
+  double t = 0;
+  for (int p = 0; p < 5; p++) t += r->per_pass_worker[p].time_s;
+  assert_true(fabs(r->worker_total[0].time_s - t) < 1e-9);
+}
+
+static void test_serial_run_converges(void **state) {
+  (void)state;
+  const int cases[][2] = {{0, 2}, {3, 4}, {3, 2}, {0, 4}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    strata_mf_config cfg;
+    default_cfg(&cfg);
+    strata_engine_opts o = default_opts(cases[c][0], cases[c][1]);
+    strata_run_result r;
+    memset(&r, 0, sizeof r);
+    int rc = strata_engine_run(&strata_app_mf, &cfg, &o, NULL, &r);
+    if (rc) print_message("engine: %s\n", strata_err_msg());
+    assert_int_equal(rc, 0);
+    /* strata = 0 means one stratum per worker: P = 1 in serial mode */
+    check_converged(&r, cases[c][0] ? cases[c][0] : 1, cases[c][1]);
+    strata_run_result_close(&r);
+    assert_int_equal(strata_alloc_live(), live0);
+  }
+}
+
+static void run_ok(strata_mf_config *cfg, const strata_engine_opts *o, strata_run_result *r) {
+  memset(r, 0, sizeof *r);
+  int rc = strata_engine_run(&strata_app_mf, cfg, o, NULL, r);
+  if (rc) print_message("engine: %s\n", strata_err_msg());
+  assert_int_equal(rc, 0);
+}
+
+static void test_identical_runs_are_bit_identical(void **state) {
+  (void)state;
+  strata_mf_config cfg;
+  default_cfg(&cfg);
+  strata_engine_opts o = default_opts(3, 4);
+  strata_run_result a, b;
+  run_ok(&cfg, &o, &a);
+  run_ok(&cfg, &o, &b);
+  assert_memory_equal(a.objectives, b.objectives, sizeof a.objectives);
+  for (int p = 0; p < 5; p++)
+    assert_memory_equal(a.per_pass[p].objectives, b.per_pass[p].objectives,
+                        sizeof a.per_pass[p].objectives);
+  assert_true(a.n_examples == b.n_examples);
+  strata_run_result_close(&a);
+  strata_run_result_close(&b);
+
+  /* A different seed gives a different run (the test is not vacuous). */
+  run_ok(&cfg, &o, &a);
+  o.seed = 8;
+  run_ok(&cfg, &o, &b);
+  assert_memory_not_equal(a.objectives, b.objectives, sizeof a.objectives);
+  strata_run_result_close(&a);
+  strata_run_result_close(&b);
+}
+
+static void test_strata_counts_both_converge(void **state) {
+  (void)state;
+  strata_mf_config cfg;
+  default_cfg(&cfg);
+  int tr = objective_index("train_rmse"), te = objective_index("test_rmse");
+  strata_engine_opts o1 = default_opts(1, 2), o3 = default_opts(3, 2);
+  strata_run_result a, b;
+  run_ok(&cfg, &o1, &a);
+  run_ok(&cfg, &o3, &b);
+  check_converged(&a, 1, 2);
+  check_converged(&b, 3, 2);
+  /* Same data either way; the two models end up of similar quality. */
+  assert_true(a.n_examples == b.n_examples);
+  assert_true(fabs(a.objectives[tr] - b.objectives[tr]) < 0.1);
+  assert_true(fabs(a.objectives[te] - b.objectives[te]) < 0.15);
+  strata_run_result_close(&a);
+  strata_run_result_close(&b);
+}
+
+static void test_sgd_update_rule_converges(void **state) {
+  (void)state;
+  strata_mf_config cfg;
+  default_cfg(&cfg);
+  cfg.update = "sgd";
+  cfg.lr = 0.01;
+  strata_engine_opts o = default_opts(2, 3);
+  strata_run_result r;
+  run_ok(&cfg, &o, &r);
+  check_converged(&r, 2, 3);
+  strata_run_result_close(&r);
+}
+
+/* ---- model export ---------------------------------------------------- */
+
+static int has_file(const char *dir, const char *name) {
+  char p[256];
+  struct stat sb;
+  snprintf(p, sizeof p, "%s/%s", dir, name);
+  return stat(p, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0;
+}
+
+static int count_entries(const char *dir) {
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+  closedir(d);
+  return n;
+}
+
+static void check_top(const strata_mf_model *m, uint32_t u, const uint8_t *exclude, int n) {
+  uint32_t items[64];
+  float scores[64];
+  assert_true(n <= 64);
+  int got = strata_mf_model_top(m, u, exclude, n, items, scores);
+  int allowed = 0;
+  for (uint32_t i = 0; i < m->n_items; i++) allowed += !(exclude && exclude[i]);
+  assert_int_equal(got, n < allowed ? n : allowed);
+  float best_left = -INFINITY; /* best score among items not returned */
+  for (uint32_t i = 0; i < m->n_items; i++) {
+    if (exclude && exclude[i]) continue;
+    int in = 0;
+    for (int k = 0; k < got; k++) in |= items[k] == i;
+    float s = strata_mf_model_score(m, u, i);
+    if (!in && s > best_left) best_left = s;
+  }
+  for (int k = 0; k < got; k++) {
+    assert_true(items[k] < m->n_items);
+    if (exclude) assert_int_equal(exclude[items[k]], 0);
+    for (int l = 0; l < k; l++) assert_int_not_equal(items[l], items[k]);
+    float want = strata_mf_model_score(m, u, items[k]);
+    assert_float_equal(scores[k], want, 1e-4 * fmaxf(1.0f, fabsf(want)));
+    if (k > 0) assert_true(scores[k - 1] >= scores[k]);
+  }
+  /* nothing left out scores above what was returned */
+  if (got > 0) assert_true(best_left <= scores[got - 1] + 1e-4f);
+}
+
+static void test_model_export_and_read(void **state) {
+  (void)state;
+  strata_mf_config cfg;
+  default_cfg(&cfg);
+  strata_engine_opts o = default_opts(3, 2);
+  char dir[128];
+  snprintf(dir, sizeof dir, "%s/model", tmpdir); /* created by the export */
+  o.model_out = dir;
+  strata_run_result r;
+  run_ok(&cfg, &o, &r);
+  const char *files[] = {"meta.json", "W.f32", "H.f32", "bu.f32", "bi.f32", "users.txt",
+                         "items.txt"};
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    if (!has_file(dir, files[i])) print_message("missing %s/%s\n", dir, files[i]);
+    assert_true(has_file(dir, files[i]));
+  }
+  assert_int_equal(count_entries(dir), 7); /* no temporary files left */
+  char cmd[512];
+  snprintf(cmd, sizeof cmd,
+           "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+           "sys.exit(0 if d[\"k\"] == 8 and d[\"users\"] == 300 and d[\"items\"] == 200 else 1)' "
+           "'%s/meta.json'",
+           dir);
+  assert_int_equal(system(cmd), 0);
+
+  strata_mf_model m;
+  int rc = strata_mf_model_read(dir, &m);
+  if (rc) print_message("read: %s\n", strata_err_msg());
+  assert_int_equal(rc, 0);
+  assert_int_equal(m.k, 8);
+  assert_int_equal(m.n_users, 300);
+  assert_int_equal(m.n_items, 200);
+  assert_int_equal(m.bias, 1);
+  assert_true(m.mu > 2.0f && m.mu < 5.0f);
+  /* synthetic ids are the dense indices */
+  for (uint32_t u = 0; u < m.n_users; u++) assert_true(m.user_ids[u] == (int64_t)u);
+  for (uint32_t i = 0; i < m.n_items; i++) assert_true(m.item_ids[i] == (int64_t)i);
+  /* trained factors: finite, not all zero */
+  double norm = 0;
+  for (size_t i = 0; i < (size_t)m.n_users * 8; i++) {
+    assert_true(isfinite(m.W[i]));
+    norm += (double)m.W[i] * m.W[i];
+  }
+  assert_true(norm > 0);
+
+  /* top-N: sorted, exclusions honoured, scores as model_score */
+  uint8_t *ex = calloc(m.n_items, 1);
+  assert_non_null(ex);
+  check_top(&m, 0, NULL, 10);
+  check_top(&m, 17, NULL, 1);
+  uint32_t items[10];
+  float scores[10];
+  assert_int_equal(strata_mf_model_top(&m, 17, NULL, 10, items, scores), 10);
+  for (int k = 0; k < 5; k++) ex[items[k]] = 1; /* exclude the current top five */
+  check_top(&m, 17, ex, 10);
+  uint32_t items2[10];
+  float scores2[10];
+  assert_int_equal(strata_mf_model_top(&m, 17, ex, 10, items2, scores2), 10);
+  for (int k = 0; k < 5; k++) assert_int_equal(items2[k], items[k + 5]);
+  for (uint32_t i = 0; i < m.n_items; i++) ex[i] = i % 50 != 3; /* only 4 items allowed */
+  check_top(&m, 299, ex, 10);
+  assert_int_equal(strata_mf_model_top(&m, 5, NULL, 0, items, scores), 0);
+  free(ex);
+
+  /* Writing the model back out and reading it again is lossless. */
+  char dir2[128];
+  snprintf(dir2, sizeof dir2, "%s/copy", tmpdir);
+  assert_int_equal(strata_mf_model_write(dir2, &m), 0);
+  strata_mf_model m2;
+  assert_int_equal(strata_mf_model_read(dir2, &m2), 0);
+  assert_int_equal(m2.k, m.k);
+  assert_true(m2.mu == m.mu);
+  assert_memory_equal(m2.W, m.W, (size_t)m.n_users * 8 * sizeof(float));
+  assert_memory_equal(m2.H, m.H, (size_t)m.n_items * 8 * sizeof(float));
+  assert_memory_equal(m2.bu, m.bu, (size_t)m.n_users * sizeof(float));
+  assert_memory_equal(m2.bi, m.bi, (size_t)m.n_items * sizeof(float));
+  strata_mf_model_close(&m2);
+  strata_mf_model_close(&m);
+  strata_run_result_close(&r);
+}
+
+static void test_model_export_into_existing_dir(void **state) {
+  (void)state;
+  strata_mf_config cfg;
+  default_cfg(&cfg);
+  strata_engine_opts o = default_opts(0, 2);
+  o.model_out = tmpdir; /* mkdtemp'd, exists already */
+  strata_run_result r;
+  run_ok(&cfg, &o, &r);
+  assert_int_equal(count_entries(tmpdir), 7);
+  strata_mf_model m;
+  assert_int_equal(strata_mf_model_read(tmpdir, &m), 0);
+  assert_int_equal(m.k, 8);
+  assert_int_equal(m.n_users, 300);
+  assert_int_equal(m.n_items, 200);
+  strata_mf_model_close(&m);
+  strata_run_result_close(&r);
+}
+
+static void test_model_read_missing(void **state) {
+  (void)state;
+  strata_mf_model m;
+  assert_int_equal(strata_mf_model_read(tmpdir, &m), STRATA_ENOENT);
+  assert_non_null(strstr(strata_err_msg(), "meta.json"));
+}
+
+/* ---- metrics --------------------------------------------------------- */
+
+static void test_metrics_file(void **state) {
+  (void)state;
+  strata_mf_config cfg;
+  default_cfg(&cfg);
+  strata_engine_opts o = default_opts(3, 2);
+  char path[128], script[128], cmd[512];
+  snprintf(path, sizeof path, "%s/run.json", tmpdir);
+  o.metrics_out = path;
+  strata_run_result r;
+  run_ok(&cfg, &o, &r);
+  const char *argv[] = {"strata", "mf", "--mode", "serial", "--data", SYNTH};
+  int rc = strata_metrics_write(path, &r, argv, 6);
+  if (rc) print_message("metrics: %s\n", strata_err_msg());
+  assert_int_equal(rc, 0);
+  assert_int_equal(count_entries(tmpdir), 1);
+
+  snprintf(script, sizeof script, "%s/check.py", tmpdir);
+  FILE *f = fopen(script, "w");
+  assert_non_null(f);
+  fprintf(f,
+          "import json, sys\n"
+          "d = json.load(open(sys.argv[1]))\n"
+          "need = ['app', 'mode', 'workers', 'strata', 'rank', 'passes', 'ratings', 'load_s',\n"
+          "        'wall_s', 'time_per_pass_s', 'updates_per_s', 'train_rmse', 'test_rmse',\n"
+          "        'coordinator_cpu_s', 'per_pass', 'build']\n"
+          "missing = [k for k in need if k not in d]\n"
+          "assert not missing, missing\n"
+          "assert d['app'] == 'mf' and d['mode'] == 'serial', (d['app'], d['mode'])\n"
+          "assert d['workers'] == 1 and d['strata'] == 3 and d['rank'] == 8 and d['passes'] == 5\n"
+          "assert d['ratings'] == %llu, d['ratings']\n"
+          "assert d['ratings'] + d['test_ratings'] == 20000, (d['ratings'], d['test_ratings'])\n"
+          "assert isinstance(d['build']['git_rev'], str) and d['build']['git_rev']\n"
+          "assert d['time_per_pass_s'] > 0 and d['updates_per_s'] > 0 and d['wall_s'] > 0\n"
+          "assert 0 < d['train_rmse'] < 1 and d['test_rmse'] > 0\n"
+          "pp = d['per_pass']\n"
+          "assert len(pp) == 5, len(pp)\n"
+          "for i, p in enumerate(pp):\n"
+          "    for k in ['time_s', 'compute_s', 'wait_s', 'bytes_sent', 'train_rmse', 'test_rmse']:\n"
+          "        assert k in p, (i, k)\n"
+          "    assert p['time_s'] > 0 and p['train_rmse'] > 0 and p['test_rmse'] > 0\n"
+          "assert pp[-1]['train_rmse'] == d['train_rmse']\n"
+          "assert d['argv'] == ['strata', 'mf', '--mode', 'serial', '--data', '%s'], d['argv']\n",
+          (unsigned long long)r.n_examples, SYNTH);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "python3 '%s' '%s'", script, path);
+  assert_int_equal(system(cmd), 0);
+  strata_run_result_close(&r);
+}
+
+static void test_no_test_set(void **state) {
+  (void)state;
+  strata_mf_config cfg;
+  default_cfg(&cfg);
+  cfg.test_fraction = 0;
+  strata_engine_opts o = default_opts(2, 2);
+  char path[128], cmd[512];
+  snprintf(path, sizeof path, "%s/run.json", tmpdir);
+  strata_run_result r;
+  run_ok(&cfg, &o, &r);
+  int tr = objective_index("train_rmse"), te = objective_index("test_rmse");
+  assert_true(r.n_examples == 20000);
+  assert_true(isnan(r.objectives[te]));
+  assert_true(r.objectives[tr] < 1.0);
+  assert_int_equal(strata_metrics_write(path, &r, NULL, 0), 0);
+  snprintf(cmd, sizeof cmd,
+           "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+           "sys.exit(0 if d[\"test_rmse\"] is None and d[\"ratings\"] == 20000 and "
+           "d[\"argv\"] == [] else 1)' '%s'",
+           path);
+  assert_int_equal(system(cmd), 0);
+  strata_run_result_close(&r);
+}
+
+static void test_tiny_problem_many_strata_and_chunks(void **state) {
+  (void)state;
+  /* More strata than users and items, more chunks than rows: empty blocks
+   * and empty chunks must be handled. */
+  strata_mf_config cfg;
+  default_cfg(&cfg);
+  cfg.data = "synth:users=5,items=3,ratings=40,rank=2,seed=9";
+  cfg.rank = 3;
+  cfg.test_fraction = 0.2;
+  const int cases[][2] = {{7, 1}, {7, 9}, {1, 16}, {4, 3}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    strata_engine_opts o = default_opts(cases[c][0], cases[c][1]);
+    o.passes = 3;
+    strata_run_result r;
+    run_ok(&cfg, &o, &r);
+    assert_int_equal(r.strata, cases[c][0]);
+    assert_true(r.n_examples > 0 && r.n_examples < 40);
+    for (int p = 0; p < 3; p++) assert_true(isfinite(r.per_pass[p].objectives[0]));
+    strata_run_result_close(&r);
+  }
+}
+
+/* Runs a long serial run (many cheap passes) on a thread with a 1 MiB stack. */
+static void *long_run(void *arg) {
+  int *rc = arg;
+  strata_mf_config cfg;
+  default_cfg(&cfg);
+  cfg.data = "synth:users=3,items=2,ratings=6,rank=1";
+  cfg.rank = 1;
+  cfg.test_fraction = 0;
+  strata_engine_opts o = {.mode = "serial", .strata = 0, .depth = 1, .passes = 200000, .seed = 1};
+  strata_run_result r;
+  memset(&r, 0, sizeof r);
+  *rc = strata_engine_run(&strata_app_mf, &cfg, &o, NULL, &r);
+  if (*rc == 0 && r.passes != 200000) *rc = -100;
+  strata_run_result_close(&r);
+  return NULL;
+}
+
+/*
+ * LIBRARY BUG (scheduler/coordinator.c, finish_result): `double times[N]` is
+ * a variable-length array of `passes` doubles on the stack, so the stack a
+ * run needs grows with --passes (8 bytes per pass). 200,000 passes need
+ * 1.6 MB in one frame and overflow a 1 MiB thread stack; on the default 8 MiB
+ * main stack, a serial run of 1,100,000 passes crashed there at the end of
+ * training (1,000,000 still fit; the engine sets no upper bound). The run
+ * happens in a child process, so a crash shows up here as a failure.
+ */
+static void test_many_passes_small_stack(void **state) {
+  (void)state;
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    signal(SIGSEGV, SIG_DFL);
+    signal(SIGBUS, SIG_DFL);
+    pthread_attr_t at;
+    pthread_t th;
+    int rc = -1;
+    pthread_attr_init(&at);
+    pthread_attr_setstacksize(&at, 1 << 20);
+    if (pthread_create(&th, &at, long_run, &rc) != 0) _exit(2);
+    pthread_join(th, NULL);
+    _exit(rc == 0 ? 0 : 3);
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  if (WIFSIGNALED(status))
+    print_message("engine run with 200000 passes died with signal %d\n", WTERMSIG(status));
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* ---- errors ---------------------------------------------------------- */
+
+static void test_missing_data_file(void **state) {
+  (void)state;
+  strata_mf_config cfg;
+  default_cfg(&cfg);
+  char path[128];
+  snprintf(path, sizeof path, "%s/no-such-ratings.tsv", tmpdir);
+  cfg.data = path;
+  strata_engine_opts o = default_opts(0, 2);
+  strata_run_result r;
+  memset(&r, 0, sizeof r);
+  int rc = strata_engine_run(&strata_app_mf, &cfg, &o, NULL, &r);
+  assert_int_equal(rc, STRATA_ENOENT);
+  assert_non_null(strstr(strata_err_msg(), "no-such-ratings.tsv"));
+  strata_run_result_close(&r);
+}
+
+static void test_metrics_out_in_missing_dir(void **state) {
+  (void)state;
+  strata_mf_config cfg;
+  default_cfg(&cfg);
+  char path[128];
+  snprintf(path, sizeof path, "%s/missing/run.json", tmpdir);
+  strata_engine_opts o = default_opts(0, 2);
+  o.metrics_out = path;
+  o.passes = 200; /* would take a while if it trained */
+  strata_run_result r;
+  memset(&r, 0, sizeof r);
+  double t0 = strata_now();
+  int rc = strata_engine_run(&strata_app_mf, &cfg, &o, NULL, &r);
+  double dt = strata_now() - t0;
+  assert_int_equal(rc, STRATA_EIO);
+  assert_non_null(strstr(strata_err_msg(), path));
+  /* failed before loading or training */
+  assert_true(dt < 0.5);
+  if (r.per_pass) assert_true(r.per_pass[0].time_s == 0);
+  assert_true(r.load_s == 0);
+  assert_int_equal(count_entries(tmpdir), 0);
+  strata_run_result_close(&r);
+}
+
+static void test_model_out_in_missing_dir(void **state) {
+  (void)state;
+  strata_mf_config cfg;
+  default_cfg(&cfg);
+  char path[128];
+  snprintf(path, sizeof path, "%s/missing/model", tmpdir);
+  strata_engine_opts o = default_opts(0, 2);
+  o.model_out = path;
+  strata_run_result r;
+  memset(&r, 0, sizeof r);
+  int rc = strata_engine_run(&strata_app_mf, &cfg, &o, NULL, &r);
+  assert_int_equal(rc, STRATA_EIO);
+  assert_non_null(strstr(strata_err_msg(), path));
+  assert_true(r.load_s == 0);
+  assert_int_equal(count_entries(tmpdir), 0);
+  strata_run_result_close(&r);
+}
+
+static void test_bad_synth_spec(void **state) {
+  (void)state;
+  strata_mf_config cfg;
+  default_cfg(&cfg);
+  cfg.data = "synth:users=300,bogus=1";
+  strata_engine_opts o = default_opts(0, 2);
+  strata_run_result r;
+  memset(&r, 0, sizeof r);
+  assert_int_equal(strata_engine_run(&strata_app_mf, &cfg, &o, NULL, &r), STRATA_EUSAGE);
+  assert_non_null(strstr(strata_err_msg(), "bogus"));
+  strata_run_result_close(&r);
+}
+
+static void test_result_close_on_zeroed(void **state) {
+  (void)state;
+  strata_run_result r;
+  memset(&r, 0, sizeof r);
+  strata_run_result_close(&r);
+  strata_run_result_close(&r);
+  assert_null(r.per_pass);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_serial_run_converges, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_identical_runs_are_bit_identical, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_strata_counts_both_converge, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_sgd_update_rule_converges, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_model_export_and_read, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_model_export_into_existing_dir, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_model_read_missing, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_metrics_file, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_no_test_set, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_tiny_problem_many_strata_and_chunks, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_many_passes_small_stack, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_missing_data_file, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_metrics_out_in_missing_dir, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_model_out_in_missing_dir, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_bad_synth_spec, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_result_close_on_zeroed, setup, teardown),
+  };
+  return cmocka_run_group_tests_name("engine", tests, NULL, NULL);
+}
