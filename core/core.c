@@ -2,6 +2,7 @@
 #include "strata/core.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <math.h>
 #include <stdarg.h>
@@ -186,14 +187,17 @@ int strata_write_atomic(const char *path, strata_fill_fn fill, void *ud) {
 }
 
 int strata_check_writable(const char *path) {
-  char buf[4096];
   struct stat st;
   if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
     return strata_err_set(STRATA_EIO, "%s: is a directory", path);
-  if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+  /* access() says yes to root everywhere, so probe by creating a file where
+   * the real one will go (and remove it at once). */
+  char probe[4096];
+  if (snprintf(probe, sizeof probe, "%s.probe.%ld", path, (long)getpid()) >= (int)sizeof probe)
     return strata_err_set(STRATA_EINVAL, "%s: path too long", path);
-  const char *dir = dirname(buf);
-  if (access(dir, W_OK | X_OK) != 0)
-    return strata_err_set(STRATA_EIO, "%s: cannot write there: %s", path, strerror(errno));
+  int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL, 0644);
+  if (fd < 0) return strata_err_set(STRATA_EIO, "%s: cannot write there: %s", path, strerror(errno));
+  close(fd);
+  unlink(probe);
   return 0;
 }

@@ -349,10 +349,12 @@ static int run_coordinator(coord *c, strata_transport *t) {
     strata_free(er);
     if (!rc) {
       c->res->peers_blocked = 0;
+      c->res->workers_done = 1;
       rc = export_model(c);
     }
   } else {
     c->res->peers_blocked = 0;
+    c->res->workers_done = 1;
   }
 done:
   strata_free(sched_buf);
@@ -400,9 +402,10 @@ static int check_model_dir(const char *dir) {
   struct stat st;
   if (stat(dir, &st) == 0) {
     if (!S_ISDIR(st.st_mode)) return strata_err_set(STRATA_EIO, "%s: exists and is not a directory", dir);
-    if (access(dir, W_OK | X_OK) != 0)
-      return strata_err_set(STRATA_EIO, "%s: cannot write there", dir);
-    return 0;
+    char probe[4096];
+    if (snprintf(probe, sizeof probe, "%s/meta.json", dir) >= (int)sizeof probe)
+      return strata_err_set(STRATA_EINVAL, "%s: path too long", dir);
+    return strata_check_writable(probe);
   }
   return strata_check_writable(dir);
 }
@@ -451,4 +454,35 @@ int strata_engine_run(const strata_app *app, void *cfg, const strata_engine_opts
   }
   result->problem = c.prob;
   return rc;
+}
+
+int strata_engine_finish(strata_transport *t, int rc) {
+  if (!t) return rc;
+  int32_t code = rc;
+  if (t->rank == 0) {
+    int P = t->size - 1;
+    strata_req *reqs = strata_calloc((size_t)(P > 0 ? P : 1), sizeof *reqs);
+    int32_t *codes = strata_malloc((size_t)(P > 0 ? P : 1) * sizeof *codes);
+    if (!reqs || !codes) {
+      strata_free(reqs);
+      strata_free(codes);
+      return rc ? rc : strata_err_set(STRATA_ENOMEM, "coordinator: out of memory");
+    }
+    int err = 0;
+    for (int w = 0; w < P && !err; w++) {
+      codes[w] = code;
+      err = t->isend(t->impl, &codes[w], sizeof codes[w], w + 1, TAG_FINAL, &reqs[w]);
+    }
+    if (!err) err = strata__loop_wait_all(t, reqs, P);
+    strata_free(reqs);
+    strata_free(codes);
+    return rc ? rc : err;
+  }
+  strata_req rq = {0};
+  int err = t->irecv(t->impl, &code, sizeof code, 0, TAG_FINAL, &rq);
+  if (!err) err = strata_comm_wait_idle(t, &rq);
+  if (err) return err;
+  /* The coordinator reports its own failure; this rank only follows. */
+  if (code) strata_err_clear();
+  return code;
 }

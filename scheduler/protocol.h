@@ -16,6 +16,8 @@
  * model exchange for evaluation with TAG_EVAL_BASE + r.
  * At the end with --model-out, worker -> coordinator TAG_EXPORT: owned
  * resident blocks by id, then rotating blocks held in the last sub-epoch.
+ * Last, coordinator -> each worker TAG_FINAL: int32 exit status of the run
+ * as rank 0 saw it after writing its outputs (strata_engine_finish).
  */
 #ifndef STRATA_SCHEDULER_PROTOCOL_H
 #define STRATA_SCHEDULER_PROTOCOL_H
@@ -34,6 +36,7 @@ enum {
   TAG_BLOCK = 5,
   TAG_REPORT = 6,
   TAG_EXPORT = 7,
+  TAG_FINAL = 8,
   TAG_EVAL_BASE = 1000,
   TAG_CHUNK_BASE = 20000
 };

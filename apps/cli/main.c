@@ -185,6 +185,13 @@ static int run_app(const strata_app *app, int argc, char **argv, int full_argc, 
     if (!rc && co.eng.model_out && !co.quiet)
       fprintf(stderr, "model written to %s/\n", co.eng.model_out);
   }
+  /* Everyone leaves with rank 0's verdict once the workers are through. */
+  if (!serial && ((t.rank == 0 && result.workers_done) || (t.rank > 0 && rc == 0))) {
+    if (t.rank == 0 && rc) fprintf(stderr, "strata %s: %s\n", app->name, strata_err_msg());
+    int final = strata_engine_finish(&t, rc);
+    if (t.rank == 0 && rc) strata_err_clear(); /* already printed */
+    rc = final;
+  }
 out:
   if (rc && strata_err_msg()[0] && (t.rank == 0 || rc != STRATA_EUSAGE))
     fprintf(stderr, "strata %s: %s%s\n", app->name, t.rank ? "worker: " : "", strata_err_msg());

@@ -66,6 +66,8 @@ typedef struct strata_run_result {
                              when the model was exported, data is freed */
   int peers_blocked; /* rank 0 failed while workers wait on it: the caller
                         must end the job (strata_comm_abort) */
+  int workers_done;  /* every worker finished its passes and waits in
+                        strata_engine_finish for the verdict */
 } strata_run_result;
 
 /*
@@ -81,6 +83,16 @@ STRATA_EXPORT int strata_engine_run(const strata_app *app, void *cfg,
                                     strata_run_result *result);
 
 STRATA_EXPORT void strata_run_result_close(strata_run_result *r);
+
+/*
+ * Gives every rank one verdict, so all exit alike even when rank 0 fails
+ * after the passes (writing the model or metrics). Rank 0 calls it with its
+ * final code once its outputs are written, when result.workers_done is set;
+ * a worker calls it after strata_engine_run returned 0 and gets rank 0's
+ * code (with an empty message: rank 0 reports). Serial mode (t NULL) returns
+ * rc unchanged.
+ */
+STRATA_EXPORT int strata_engine_finish(strata_transport *t, int rc);
 
 /* Writes the JSON summary atomically (temp file + rename). */
 STRATA_EXPORT int strata_metrics_write(const char *path, const strata_run_result *r,

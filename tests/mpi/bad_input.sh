@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# bad_input.sh CASE: one bad invocation with a coordinator and 2 workers
+# (np 3) unless the case says otherwise. Every case must
+#  - exit with its code: 2 for usage errors, 1 for runtime errors;
+#  - print exactly one error line on stderr (besides mpiexec's own banner
+#    about a non-zero exit status), naming the flag or FILE:LINE;
+#  - print nothing on stdout (-q: no echo, and no summary of a failed run);
+#  - finish within the time limit, with no abort, signal or crash noise;
+#  - leave no output behind: no metrics JSON, no temporary file, no model;
+#  - exit with the same code on every rank (recorded per rank).
+. "$(dirname "$0")/common.sh"
+
+CASE=$1
+NP=3
+PROG=("$STRATA" mf)
+PREFIX="strata mf: "
+METRICS=m.json
+MODEL=model
+
+printf '1\t10\t4\n2\t20\t3\n3\t30\t5\n4\t10\t2\n' >good.txt
+: >empty.txt
+printf '1 10 4\n2 20 3\n1 x 3\n4 10 2\n' >bad.txt
+printf '1\t10\t4\n2\t20\tnan\n' >nan.txt
+printf '1\t10\t4\n-2\t20\t3\n' >neg.txt
+printf '1\t10\t4\n2\t20\n' >badtest.txt
+
+case $CASE in
+  unknown-flag) WANT=2 MSG="'--bogus'" ARGS=(--data good.txt --bogus) ;;
+  rank-zero) WANT=2 MSG="--rank" ARGS=(--data good.txt --rank 0) ;;
+  passes-zero) WANT=2 MSG="--passes" ARGS=(--data good.txt --passes 0) ;;
+  strata-one) WANT=2 MSG="--strata 1" ARGS=(--data good.txt --strata 1) ;;
+  np-one) NP=1 WANT=2 MSG="--mode serial" ARGS=(--data good.txt) ;;
+  missing-file) WANT=1 MSG="missing.txt: cannot open" ARGS=(--data missing.txt) ;;
+  empty-file) WANT=1 MSG="empty.txt: no ratings" ARGS=(--data empty.txt) ;;
+  malformed-line) WANT=1 MSG="bad.txt:3:" ARGS=(--data bad.txt) ;;
+  nan-rating) WANT=1 MSG="nan.txt:2:" ARGS=(--data nan.txt) ;;
+  negative-id) WANT=1 MSG="neg.txt:2:" ARGS=(--data neg.txt) ;;
+  malformed-test) WANT=1 MSG="badtest.txt:2:" ARGS=(--data good.txt --test badtest.txt) ;;
+  metrics-missing-dir)
+    METRICS=nodir/sub/m.json WANT=1 MSG="nodir/sub/m.json" ARGS=(--data good.txt) ;;
+  metrics-readonly-dir)
+    mkdir ro && chmod 0555 ro
+    if [ "$(id -u)" = 0 ]; then
+      # Root may write into a mode 0555 directory; a read-only bind mount in
+      # a private mount namespace stops root too.
+      if ! unshare -m sh -c "mount --bind '$PWD/ro' '$PWD/ro' && mount -o remount,ro,bind '$PWD/ro'" 2>/dev/null; then
+        echo "SKIP: running as root and cannot make a read-only mount"
+        exit 77
+      fi
+      RANKS_WRAP=(unshare -m sh -c 'mount --bind "$1" "$1" && mount -o remount,ro,bind "$1" && shift && exec "$@"' sh "$PWD/ro")
+    fi
+    METRICS=ro/m.json WANT=1 MSG="ro/m.json" ARGS=(--data good.txt) ;;
+  model-out-is-file)
+    # The model directory's path names an existing file: refused before any
+    # training, every rank exits with 1.
+    echo "not a directory" >afile
+    MODEL=afile WANT=1 MSG="afile: exists and is not a directory" ARGS=(--data good.txt --passes 2) ;;
+  blocksum-fault-after-passes)
+    # A failure on rank 0 after the passes (blocksum's export checks catch a
+    # planted fault): the workers are done by then, and must still exit with
+    # rank 0's code.
+    PROG=("$STRATA_BLOCKSUM") PREFIX="strata_blocksum: "
+    # Its report of the failed check in the model directory is wanted output.
+    KEEP_MODEL=1 WANT=1 MSG="check" ARGS=(--fault sum) ;;
+  blocksum-strata-one)
+    PROG=("$STRATA_BLOCKSUM") PREFIX="strata_blocksum: "
+    WANT=2 MSG="--strata 1" ARGS=(--strata 1) ;;
+  *) fail "unknown case $CASE" ;;
+esac
+
+echo "case $CASE: np $NP: ${PROG[*]} ${ARGS[*]} -q --metrics-out $METRICS --model-out $MODEL"
+start=$(date +%s.%N)
+cmd=("${PROG[@]}" "${ARGS[@]}" -q --metrics-out "$METRICS" --model-out "$MODEL")
+mpi_wrapped "$NP" "${cmd[@]}" >stdout.txt 2>stderr.txt
+rc=$?
+secs=$(python3 -c "import sys; print('%.2f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$start" "$(date +%s.%N)")
+echo "exit code $rc after ${secs}s"
+echo "---- stderr"; cat stderr.txt
+echo "---- stdout"; cat stdout.txt
+echo "----"
+expect_rc "$WANT" "$rc" "$CASE"
+
+expect_one_error stderr.txt "$PREFIX" "$MSG"
+[ -s stdout.txt ] && fail "stdout is not empty"
+left=$(find . -path ./model -prune -o \( -name 'm.json*' -o -name '*.tmp*' \) -print; [ -e model ] && [ -z "${KEEP_MODEL:-}" ] && echo ./model)
+[ "$MODEL" = afile ] && [ "$(cat afile)" != "not a directory" ] && left="$left afile (changed)"
+[ -z "$left" ] || fail "left behind: $left"
+ok "no metrics file, temporary file or model left behind"
+rank_codes "$NP" "${cmd[@]}"
+expect_rank_codes "$NP" "$WANT"
+echo PASS

@@ -1,0 +1,112 @@
+# Helpers sourced by the MPI integration test drivers (tests/mpi/*.sh).
+#
+# ctest passes, through the environment:
+#   STRATA            the strata CLI
+#   STRATA_BLOCKSUM   the blocksum test app
+#   MPIEXEC           mpiexec/mpirun; MPIEXEC_NUMPROC_FLAG its "-n"
+#   STRATA_SHARED_DATA  ../shared/data (may not exist)
+# Each driver prints what it compares and exits non-zero on the first
+# failed expectation (77 = skipped).
+
+set -u
+
+: "${STRATA:?STRATA (path of the strata CLI) must be set}"
+: "${MPIEXEC:=mpiexec}"
+: "${MPIEXEC_NUMPROC_FLAG:=-n}"
+: "${OMPI_ALLOW_RUN_AS_ROOT:=1}"
+: "${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:=1}"
+export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
+
+# Every run gets a wall-clock limit, so a hung rank fails the test instead
+# of hanging ctest until its own timeout.
+RUN_LIMIT=${RUN_LIMIT:-60}
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/strata-mpi-test.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+cd "$WORK" || exit 1
+
+fail() {
+  echo "FAIL: $*"
+  exit 1
+}
+
+ok() { echo "ok: $*"; }
+
+# mpi NP CMD ARGS...: CMD under mpiexec with NP ranks.
+mpi() {
+  local np=$1
+  shift
+  timeout "$RUN_LIMIT" "$MPIEXEC" --oversubscribe "$MPIEXEC_NUMPROC_FLAG" "$np" "$@"
+}
+
+# expect_rc WANT GOT WHAT
+expect_rc() {
+  if [ "$2" = 124 ]; then fail "$3: timed out after ${RUN_LIMIT}s"; fi
+  [ "$2" = "$1" ] || fail "$3: exit code $2, expected $1"
+  ok "$3: exit code $2"
+}
+
+# json FILE EXPR: prints the Python expression EXPR over the parsed FILE (m).
+json() {
+  python3 -c 'import json, sys
+m = json.load(open(sys.argv[1]))
+v = eval(sys.argv[2])
+print(json.dumps(v) if isinstance(v, (list, dict, bool)) or v is None else v)' "$1" "$2"
+}
+
+# show_log FILE: the output of a failed run, for the test log.
+show_log() {
+  echo "---- $1"
+  cat "$1"
+  echo "----"
+}
+
+# RANKS_WRAP, when set, prefixes the whole mpiexec command line of
+# mpi_wrapped and rank_codes (e.g. unshare).
+RANKS_WRAP=()
+mpi_wrapped() {
+  local np=$1
+  shift
+  ${RANKS_WRAP[@]+"${RANKS_WRAP[@]}"} timeout "$RUN_LIMIT" "$MPIEXEC" --oversubscribe \
+    "$MPIEXEC_NUMPROC_FLAG" "$np" "$@"
+}
+
+# rank_codes NP CMD ARGS...: runs the command again so that every rank
+# records its own exit code in rank-codes/RANK (output in rank-codes.log).
+# mpiexec normally kills the other ranks once one exits non-zero, so this
+# run tells it to let every rank finish.
+rank_codes() {
+  rm -rf rank-codes && mkdir rank-codes
+  OMPI_MCA_orte_abort_on_non_zero_status=0 mpi_wrapped "$1" sh -c \
+    '"$@"; rc=$?; echo $rc >"rank-codes/${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-$$}}"; exit $rc' \
+    sh "${@:2}" >rank-codes.log 2>&1
+}
+
+# expect_rank_codes NP WANT: every one of the NP ranks exited with WANT.
+expect_rank_codes() {
+  local got="" r
+  for ((r = 0; r < $1; r++)); do got="$got $(cat "rank-codes/$r" 2>/dev/null || echo none)"; done
+  echo "exit code of each rank:$got"
+  for r in $got; do [ "$r" = "$2" ] || fail "every rank must exit with $2, got:$got"; done
+  ok "all $1 ranks exited with $2"
+}
+
+# expect_one_error STDERR PREFIX TEXT: exactly one line on stderr besides
+# mpiexec's banner about a non-zero exit status (blocks between dashed
+# lines), starting with PREFIX and containing TEXT; and no abort or crash
+# noise anywhere in STDERR.
+expect_one_error() {
+  awk '/^-+$/ && length($0) >= 20 { b = !b; next } !b && NF' "$1" >errors.txt
+  local n line
+  n=$(wc -l <errors.txt)
+  [ "$n" = 1 ] || fail "expected exactly one error line, got $n"
+  line=$(cat errors.txt)
+  case $line in "$2"*) ;; *) fail "error line does not start with '$2': $line" ;; esac
+  case $line in *"$3"*) ok "one error line, naming '$3'" ;;
+    *) fail "error line does not name '$3': $line" ;;
+  esac
+  if grep -E -i 'MPI_ABORT|(mpirun|mpiexec) has exited due to|exiting improperly|segmentation|signal [0-9]|core dumped|MPI_ERR|backtrace' "$1"; then
+    fail "abort or crash noise in the output"
+  fi
+  ok "no abort or crash noise"
+}
