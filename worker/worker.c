@@ -15,6 +15,11 @@ typedef struct ring {
   strata_req *send;   /* [r * depth + c] */
   int *incoming;      /* r: chunk receives posted and not yet consumed */
   int *sending;       /* r: chunk sends posted, maybe not complete */
+  /* Double buffers: while the chunks of r still drain from rot[r].buf to the
+   * next holder, the next copy of r lands in spare[r]; the two swap when r
+   * is next computed. */
+  void **spare;
+  int *in_spare;      /* r: the posted receive targets spare[r] */
 } ring;
 
 static int holder(const strata__worker *w, const ring *rg, int s, int r) {
@@ -59,13 +64,21 @@ static int post_receives(strata__worker *w, ring *rg, int s, strata_worker_stats
     int r = tk[i].rotating;
     int from = holder(w, rg, prev_s, r);
     if (from == w->me) continue;
-    int rc = finish_sends(w, rg, r, st);
-    if (!rc) rc = ensure_rot(w, r);
+    int rc = ensure_rot(w, r);
     if (rc) return rc;
     strata_block *b = &w->rot[r];
+    char *dst = b->buf;
+    rg->in_spare[r] = 0;
+    if (rg->sending[r]) {
+      /* Its last chunks may still be on their way out of b->buf. */
+      if (!rg->spare[r] && b->len && !(rg->spare[r] = strata_alloc_aligned(b->len)))
+        return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory for block %d", w->me, r);
+      dst = rg->spare[r];
+      rg->in_spare[r] = 1;
+    }
     for (int c = 0; c < rg->depth; c++) {
       size_t off, len = chunk_bytes(b, rg->depth, c, &off);
-      rc = w->t->irecv(w->t->impl, (char *)b->buf + off, len, from + 1,
+      rc = w->t->irecv(w->t->impl, dst + off, len, from + 1,
                        strata__chunk_tag(w->t, r, c, rg->depth), &rg->recv[r * rg->depth + c]);
       if (rc) return rc;
       st->bytes_recv += len;
@@ -75,8 +88,23 @@ static int post_receives(strata__worker *w, ring *rg, int s, strata_worker_stats
   return 0;
 }
 
+/* Makes the incoming copy of r the current one when it went to the spare
+ * buffer; the old buffer's sends finished long ago (a whole sub-epoch). */
+static int adopt_incoming(strata__worker *w, ring *rg, int r, strata_worker_stats *st) {
+  if (!rg->in_spare[r]) return 0;
+  int rc = finish_sends(w, rg, r, st);
+  if (rc) return rc;
+  void *t = w->rot[r].buf;
+  w->rot[r].buf = rg->spare[r];
+  rg->spare[r] = t;
+  rg->in_spare[r] = 0;
+  return 0;
+}
+
 /* Tests outstanding sends so the transfers move while this rank computes. */
 static int progress_sends(strata__worker *w, ring *rg) {
+  /* One test drives the whole progress engine; with single-copy shared
+   * memory the receiver pulls, so this also lets peers' chunks land. */
   for (int r = 0; r < w->sched.n_rotating; r++) {
     if (!rg->sending[r]) continue;
     int all = 1;
@@ -102,6 +130,10 @@ static int run_task(strata__worker *w, ring *rg, int pass, int s, const strata_t
       .resident = &w->res[task->resident],
       .rotating = &w->rot[r],
   };
+  if (rg->incoming[r]) {
+    int rc = adopt_incoming(w, rg, r, st);
+    if (rc) return rc;
+  }
   for (int c = 0; c < rg->depth; c++) {
     if (rg->incoming[r]) {
       int done = 0;
@@ -153,6 +185,7 @@ static int evaluate(strata__worker *w, ring *rg, int pass, double *partials,
       for (int c = 0; c < rg->depth && rg->incoming[r]; c++)
         if ((rc = strata_comm_wait(w->t, &rg->recv[r * rg->depth + c]))) return rc;
       if ((rc = finish_sends(w, rg, r, st))) return rc;
+      if ((rc = adopt_incoming(w, rg, r, st))) return rc;
     }
     int hs = held_subepoch(rg, pass, w->setup.passes);
     if (rg->P > 1) {
@@ -212,7 +245,10 @@ int strata__worker_loop(strata__worker *w) {
   rg.send = strata_calloc((size_t)nrot * (size_t)rg.depth, sizeof(strata_req));
   rg.incoming = strata_calloc((size_t)nrot, sizeof(int));
   rg.sending = strata_calloc((size_t)nrot, sizeof(int));
-  if (!rg.holder || !rg.recv || !rg.send || !rg.incoming || !rg.sending) {
+  rg.spare = strata_calloc((size_t)nrot, sizeof(void *));
+  rg.in_spare = strata_calloc((size_t)nrot, sizeof(int));
+  if (!rg.holder || !rg.recv || !rg.send || !rg.incoming || !rg.sending || !rg.spare ||
+      !rg.in_spare) {
     rc = strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
     goto done;
   }
@@ -255,8 +291,12 @@ int strata__worker_loop(strata__worker *w) {
       rc = strata_comm_wait(w->t, &rg.recv[r * rg.depth + c]);
     strata_worker_stats dummy = {0};
     if (!rc) rc = finish_sends(w, &rg, r, &dummy);
+    if (!rc) rc = adopt_incoming(w, &rg, r, &dummy);
   }
 done:
+  for (int r = 0; rg.spare && r < nrot; r++) strata_free(rg.spare[r]);
+  strata_free(rg.spare);
+  strata_free(rg.in_spare);
   strata_free(rg.holder);
   strata_free(rg.recv);
   strata_free(rg.send);

@@ -81,9 +81,14 @@ double strata_mf_sgd(const strata_mf_step *st, const strata_mf_entry *e, size_t 
     float *w = W + (size_t)e[j].u * (size_t)stride;
     float *h = H + (size_t)e[j].i * (size_t)stride;
     if (j + 2 < n) {
-      /* The item row is the random access; fetch it two examples ahead. */
+      /* The item row is the random access; fetch it two examples ahead, and
+       * the user row when the next user starts (users ascend with gaps). */
       const char *hn = (const char *)(H + (size_t)e[j + 2].i * (size_t)stride);
       for (int b = 0; b < stride * 4; b += 64) __builtin_prefetch(hn + b, 1, 3);
+      if (e[j + 2].u != e[j].u) {
+        const char *wn = (const char *)(W + (size_t)e[j + 2].u * (size_t)stride);
+        for (int b = 0; b < stride * 4; b += 64) __builtin_prefetch(wn + b, 1, 3);
+      }
     }
     float pred = st->mu + dot(w, h, kpad);
     float *bw = w + kpad, *bh = h + kpad;

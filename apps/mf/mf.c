@@ -1,14 +1,15 @@
 /*
  * The "mf" app: DSGD matrix factorisation on the strata engine.
  *
- * Coordinator: read or generate ratings, remap ids, shuffle users and items
- * (so popular ids spread evenly over blocks), cut the matrix into B x B
- * blocks, and lay out each data block chunk by chunk (the item rows of one
+ * Coordinator: read or generate ratings, remap ids, deal users and items to
+ * B blocks each so that every block carries about the same number of
+ * ratings, cut the matrix into B x B blocks, and lay out each data block chunk by chunk (the item rows of one
  * pipeline chunk), users ascending inside a chunk so a user's row stays in
  * cache across consecutive updates.
  */
 #include <math.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "strata/core.h"
@@ -97,30 +98,70 @@ static void priv_free(void *p) {
   strata_free(m);
 }
 
-/* Seeded shuffle, then contiguous runs of the shuffled order form blocks. */
-static int assign_blocks(uint32_t n, int B, uint64_t seed, uint32_t *block, uint32_t *local,
-                         uint32_t *sizes) {
-  uint32_t *perm = strata_malloc((size_t)(n ? n : 1) * sizeof *perm);
-  if (!perm) return strata_err_set(STRATA_ENOMEM, "mf: out of memory");
-  for (uint32_t i = 0; i < n; i++) perm[i] = i;
+typedef struct id_load {
+  uint32_t id, count, tie;
+} id_load;
+
+static int by_count_desc(const void *a, const void *b) {
+  const id_load *x = a, *y = b;
+  if (x->count != y->count) return x->count < y->count ? 1 : -1;
+  return (x->tie > y->tie) - (x->tie < y->tie);
+}
+
+/* Min-heap of blocks keyed by (ratings, ids) assigned so far. */
+static void heap_down(uint64_t *load, uint32_t *ids, int *heap, int n, int i) {
+  for (;;) {
+    int l = 2 * i + 1, r = l + 1, m = i;
+    if (l < n && (load[heap[l]] < load[heap[m]] ||
+                  (load[heap[l]] == load[heap[m]] && ids[heap[l]] < ids[heap[m]])))
+      m = l;
+    if (r < n && (load[heap[r]] < load[heap[m]] ||
+                  (load[heap[r]] == load[heap[m]] && ids[heap[r]] < ids[heap[m]])))
+      m = r;
+    if (m == i) return;
+    int t = heap[i];
+    heap[i] = heap[m];
+    heap[m] = t;
+    i = m;
+  }
+}
+
+/*
+ * Deals n ids (users or items) to B blocks so that every block gets about
+ * the same number of ratings: heaviest ids first, each to the block with
+ * the fewest ratings so far (ties broken by a seeded shuffle, so the
+ * assignment is deterministic and light ids spread evenly). Popular ids in a
+ * power-law data set would otherwise make blocks, and so workers, uneven.
+ */
+static int assign_blocks(uint32_t n, int B, uint64_t seed, const uint32_t *count,
+                         uint32_t *block, uint32_t *local, uint32_t *sizes) {
+  id_load *ord = strata_malloc((size_t)(n ? n : 1) * sizeof *ord);
+  uint64_t *load = strata_calloc((size_t)B, sizeof *load);
+  int *heap = strata_malloc((size_t)B * sizeof *heap);
+  if (!ord || !load || !heap) {
+    strata_free(ord);
+    strata_free(load);
+    strata_free(heap);
+    return strata_err_set(STRATA_ENOMEM, "mf: out of memory");
+  }
   strata_rng rng;
   strata_rng_seed(&rng, seed);
-  for (uint32_t i = n; i > 1; i--) {
-    uint32_t j = (uint32_t)strata_rng_below(&rng, i);
-    uint32_t t = perm[i - 1];
-    perm[i - 1] = perm[j];
-    perm[j] = t;
-  }
+  for (uint32_t i = 0; i < n; i++) ord[i] = (id_load){i, count[i], (uint32_t)strata_rng_next(&rng)};
+  qsort(ord, n, sizeof *ord, by_count_desc);
   for (int b = 0; b < B; b++) {
-    uint32_t lo = (uint32_t)((uint64_t)n * (uint64_t)b / (uint64_t)B);
-    uint32_t hi = (uint32_t)((uint64_t)n * (uint64_t)(b + 1) / (uint64_t)B);
-    sizes[b] = hi - lo;
-    for (uint32_t p = lo; p < hi; p++) {
-      block[perm[p]] = (uint32_t)b;
-      local[perm[p]] = p - lo;
-    }
+    heap[b] = b;
+    sizes[b] = 0;
   }
-  strata_free(perm);
+  for (uint32_t x = 0; x < n; x++) {
+    int b = heap[0];
+    block[ord[x].id] = (uint32_t)b;
+    local[ord[x].id] = sizes[b]++;
+    load[b] += ord[x].count;
+    heap_down(load, sizes, heap, B, 0);
+  }
+  strata_free(ord);
+  strata_free(load);
+  strata_free(heap);
   return 0;
 }
 
@@ -298,7 +339,7 @@ static int mf_load(const void *vcfg, const strata_setup *setup, strata_problem *
   strata_ratings train = {0}, test = {0};
   mf_priv *pv = NULL;
   mf_meta *meta = NULL;
-  uint32_t *usz = NULL, *isz = NULL;
+  uint32_t *usz = NULL, *isz = NULL, *ucount = NULL, *icount = NULL;
   int B = setup->strata, rc;
   if ((rc = read_data(cfg, setup, &train, &test))) goto fail;
   if (train.n > UINT32_MAX) {
@@ -317,9 +358,18 @@ static int mf_load(const void *vcfg, const strata_setup *setup, strata_problem *
   pv->iblock = strata_malloc(((size_t)pv->n_items + 1) * sizeof(uint32_t));
   pv->ilocal = strata_malloc(((size_t)pv->n_items + 1) * sizeof(uint32_t));
   if (!pv->ublock || !pv->ulocal || !pv->iblock || !pv->ilocal) goto oom;
-  if ((rc = assign_blocks(pv->n_users, B, strata_mix64(setup->seed ^ 0x55), pv->ublock, pv->ulocal, usz)))
+  ucount = strata_calloc((size_t)pv->n_users + 1, sizeof *ucount);
+  icount = strata_calloc((size_t)pv->n_items + 1, sizeof *icount);
+  if (!ucount || !icount) goto oom;
+  for (size_t j = 0; j < train.n; j++) {
+    ucount[train.r[j].user]++;
+    icount[train.r[j].item]++;
+  }
+  if ((rc = assign_blocks(pv->n_users, B, strata_mix64(setup->seed ^ 0x55), ucount, pv->ublock,
+                          pv->ulocal, usz)))
     goto fail;
-  if ((rc = assign_blocks(pv->n_items, B, strata_mix64(setup->seed ^ 0x1e), pv->iblock, pv->ilocal, isz)))
+  if ((rc = assign_blocks(pv->n_items, B, strata_mix64(setup->seed ^ 0x1e), icount, pv->iblock,
+                          pv->ilocal, isz)))
     goto fail;
 
   double sum = 0;
@@ -339,6 +389,16 @@ static int mf_load(const void *vcfg, const strata_setup *setup, strata_problem *
   if ((rc = build_data_blocks(&train, pv, B, setup->depth, usz, isz, prob))) goto fail;
   if (test.n && (rc = build_eval_blocks(&test, pv, B, meta->mu, prob, meta))) goto fail;
   if ((rc = build_params(cfg, setup, pv, B, usz, isz, stride, prob))) goto fail;
+  if (B <= 8)
+    for (int bi = 0; bi < B; bi++) {
+      char line[256];
+      size_t used = 0;
+      for (int bj = 0; bj < B && used < sizeof line; bj++)
+        used += (size_t)snprintf(line + used, sizeof line - used, " %u",
+                                 ((const mf_data_hdr *)prob->data[bi * B + bj].buf)->n);
+      strata_log(STRATA_LOG_DEBUG, "mf: row block %d (%u users): ratings per block:%s", bi,
+                 usz[bi], line);
+    }
   prob->n_examples = train.n;
   prob->meta = meta;
   prob->meta_len = sizeof *meta;
@@ -359,6 +419,8 @@ done:
   strata_free(meta);
   strata_free(usz);
   strata_free(isz);
+  strata_free(ucount);
+  strata_free(icount);
   strata_ratings_close(&train);
   strata_ratings_close(&test);
   return rc;
