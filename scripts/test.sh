@@ -1,12 +1,28 @@
 #!/usr/bin/env bash
 # Setup, build (warnings are errors), then the whole ctest suite: CMocka unit
-# tests and MPI integration tests. Extra arguments go to ctest (e.g. -L unit).
+# tests and MPI integration tests; then the same suite again built with
+# AddressSanitizer + UndefinedBehaviorSanitizer. Extra arguments go to ctest
+# (e.g. -L unit). STRATA_TEST_NO_SANITIZE=1 skips the sanitizer stage.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 "$here/setup.sh"
 source "$here/env.sh"
 cd "$STRATA_ROOT"
+jobs=$(nproc)
+
+echo "== Release build, warnings as errors"
 cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Release -DSTRATA_WERROR=ON >/dev/null
-cmake --build build-test -j"$(nproc)"
-cd build-test
-ctest --output-on-failure --timeout 600 "$@"
+cmake --build build-test -j"$jobs"
+(cd build-test && ctest --output-on-failure --timeout 600 "$@")
+
+if [ -z "${STRATA_TEST_NO_SANITIZE:-}" ]; then
+  echo "== ASan + UBSan build"
+  cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=Debug -DSTRATA_ASAN=ON -DSTRATA_UBSAN=ON \
+    -DSTRATA_WERROR=ON -DSTRATA_BUILD_BENCH=OFF >/dev/null
+  cmake --build build-sanitize -j"$jobs"
+  cd build-sanitize
+  # Unit tests run without MPI: every leak there is ours.
+  ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure --timeout 600 -L unit "$@"
+  # Open MPI keeps allocations until exit; leak reports there would be its own.
+  ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure --timeout 600 -L mpi "$@"
+fi
