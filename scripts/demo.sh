@@ -12,4 +12,4 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)" --target strata_cli >/dev/null
 mkdir -p out
 mpirun --oversubscribe -np 3 build/strata mf --data synth: --test-fraction 0.05 --rank 64 \
-  --passes 10 --metrics-out out/demo-metrics.json "$@"
+  --passes 20 --metrics-out out/demo-metrics.json "$@"

@@ -42,7 +42,7 @@ static const strata_option engine_options[] = {
     {"passes", 'p', STRATA_OPT_INT, EOPT(eng.passes), "20", "N", 1, 1000000, NULL,
      "data passes"},
     {"seed", 's', STRATA_OPT_U64, EOPT(seed), "1", "X", 0, 0, NULL,
-     "seed for initialisation, shuffles and splits"},
+     "seed for initialisation, block assignment and splits"},
     {"metrics-out", 0, STRATA_OPT_STRING, EOPT(eng.metrics_out), NULL, "FILE", 0, 0, NULL,
      "write the JSON run summary here (atomically)"},
     {"model-out", 0, STRATA_OPT_STRING, EOPT(eng.model_out), NULL, "DIR", 0, 0, NULL,
