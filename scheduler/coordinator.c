@@ -147,19 +147,35 @@ static void finish_result(coord *c) {
   r->updates_per_s = r->time_per_pass_s > 0 ? (double)r->n_examples / r->time_per_pass_s : 0;
 }
 
-static int send_all(strata_transport *t, strata_req **reqs, int *n, int *cap, const void *buf,
-                    size_t len, int dst, int tag) {
-  if (*n == *cap) {
-    int nc = *cap ? 2 * *cap : 64;
-    strata_req *nr = strata_realloc(*reqs, (size_t)nc * sizeof *nr);
-    if (!nr) return strata_err_set(STRATA_ENOMEM, "coordinator: out of memory");
-    *reqs = nr;
-    *cap = nc;
+/* A growing set of outstanding requests the coordinator waits on at once. */
+typedef struct reqset {
+  strata_req *r;
+  int n, cap;
+} reqset;
+
+/* A fresh null slot at the end of the set, or NULL when memory runs out. */
+static strata_req *reqset_next(reqset *s) {
+  if (s->n == s->cap) {
+    int nc = s->cap ? 2 * s->cap : 64;
+    strata_req *nr = strata_realloc(s->r, (size_t)nc * sizeof *nr);
+    if (!nr) return NULL;
+    s->r = nr;
+    s->cap = nc;
   }
-  (*reqs)[*n] = (strata_req){0};
-  int rc = t->isend(t->impl, buf, len, dst, tag, &(*reqs)[*n]);
-  if (!rc) (*n)++;
-  return rc;
+  s->r[s->n] = (strata_req){0};
+  return &s->r[s->n++];
+}
+
+static int send_all(strata_transport *t, reqset *rs, const void *buf, size_t len, int dst, int tag) {
+  strata_req *rq = reqset_next(rs);
+  if (!rq) return strata_err_set(STRATA_ENOMEM, "coordinator: out of memory");
+  return t->isend(t->impl, buf, len, dst, tag, rq);
+}
+
+static int recv_into(strata_transport *t, reqset *rs, strata_block *b, int src, int tag) {
+  strata_req *rq = reqset_next(rs);
+  if (!rq) return strata_err_set(STRATA_ENOMEM, "coordinator: out of memory");
+  return t->irecv(t->impl, b->buf, b->len, src, tag, rq);
 }
 
 /* Tells every worker the run failed before it began, so all ranks end. */
@@ -179,31 +195,31 @@ static void send_failure(strata_transport *t, int code) {
 static int ship(coord *c, strata_transport *t, void *sched_buf, size_t sched_len,
                 block_desc *desc, setup_header *h) {
   strata_problem *p = &c->prob;
-  int P = c->setup.workers, n = 0, cap = 0, rc = 0;
-  strata_req *reqs = NULL;
+  int P = c->setup.workers, rc = 0;
+  reqset rs = {0};
   size_t ndesc = (size_t)p->n_data * (h->has_eval ? 2 : 1) + (size_t)p->n_resident +
                  (size_t)p->n_rotating;
   for (int w = 0; w < P && !rc; w++) {
     int dst = w + 1;
-    rc = send_all(t, &reqs, &n, &cap, h, sizeof *h, dst, TAG_HEADER);
-    if (!rc && p->meta_len) rc = send_all(t, &reqs, &n, &cap, p->meta, p->meta_len, dst, TAG_META);
-    if (!rc) rc = send_all(t, &reqs, &n, &cap, sched_buf, sched_len, dst, TAG_SCHED);
-    if (!rc) rc = send_all(t, &reqs, &n, &cap, desc, ndesc * sizeof *desc, dst, TAG_DESC);
+    rc = send_all(t, &rs, h, sizeof *h, dst, TAG_HEADER);
+    if (!rc && p->meta_len) rc = send_all(t, &rs, p->meta, p->meta_len, dst, TAG_META);
+    if (!rc) rc = send_all(t, &rs, sched_buf, sched_len, dst, TAG_SCHED);
+    if (!rc) rc = send_all(t, &rs, desc, ndesc * sizeof *desc, dst, TAG_DESC);
     for (int i = 0; i < p->n_data && !rc; i++)
       if (strata_schedule_data_owner(&c->sched, i) == w && p->data[i].len)
-        rc = send_all(t, &reqs, &n, &cap, p->data[i].buf, p->data[i].len, dst, TAG_BLOCK);
+        rc = send_all(t, &rs, p->data[i].buf, p->data[i].len, dst, TAG_BLOCK);
     for (int i = 0; i < p->n_data && !rc && h->has_eval; i++)
       if (strata_schedule_data_owner(&c->sched, i) == w && p->eval[i].len)
-        rc = send_all(t, &reqs, &n, &cap, p->eval[i].buf, p->eval[i].len, dst, TAG_BLOCK);
+        rc = send_all(t, &rs, p->eval[i].buf, p->eval[i].len, dst, TAG_BLOCK);
     for (int i = 0; i < p->n_resident && !rc; i++)
       if (strata_schedule_resident_owner(&c->sched, i) == w && p->resident[i].len)
-        rc = send_all(t, &reqs, &n, &cap, p->resident[i].buf, p->resident[i].len, dst, TAG_BLOCK);
+        rc = send_all(t, &rs, p->resident[i].buf, p->resident[i].len, dst, TAG_BLOCK);
     for (int i = 0; i < p->n_rotating && !rc; i++)
       if (strata_schedule_rotating_holder(&c->sched, i, 0) == w && p->rotating[i].len)
-        rc = send_all(t, &reqs, &n, &cap, p->rotating[i].buf, p->rotating[i].len, dst, TAG_BLOCK);
+        rc = send_all(t, &rs, p->rotating[i].buf, p->rotating[i].len, dst, TAG_BLOCK);
   }
-  if (!rc) rc = strata__loop_wait_all(t, reqs, n);
-  strata_free(reqs);
+  if (!rc) rc = strata__loop_wait_all(t, rs.r, rs.n);
+  strata_free(rs.r);
   return rc;
 }
 
@@ -318,35 +334,18 @@ static int run_coordinator(coord *c, strata_transport *t) {
   finish_result(c);
 
   if (c->setup.model_out) {
-    int n = 0, cap = 0;
-    strata_req *er = NULL;
+    reqset er = {0};
     int S = c->sched.n_subepochs;
     for (int w = 0; w < P && !rc; w++) {
       for (int i = 0; i < p->n_resident && !rc; i++)
-        if (strata_schedule_resident_owner(&c->sched, i) == w && p->resident[i].len) {
-          if (n == cap) {
-            cap = cap ? 2 * cap : 64;
-            strata_req *nr = strata_realloc(er, (size_t)cap * sizeof *nr);
-            if (!nr) { rc = strata_err_set(STRATA_ENOMEM, "coordinator: out of memory"); break; }
-            er = nr;
-          }
-          er[n] = (strata_req){0};
-          rc = t->irecv(t->impl, p->resident[i].buf, p->resident[i].len, w + 1, TAG_EXPORT, &er[n++]);
-        }
+        if (strata_schedule_resident_owner(&c->sched, i) == w && p->resident[i].len)
+          rc = recv_into(t, &er, &p->resident[i], w + 1, TAG_EXPORT);
       for (int i = 0; i < p->n_rotating && !rc; i++)
-        if (strata_schedule_rotating_holder(&c->sched, i, S - 1) == w && p->rotating[i].len) {
-          if (n == cap) {
-            cap = cap ? 2 * cap : 64;
-            strata_req *nr = strata_realloc(er, (size_t)cap * sizeof *nr);
-            if (!nr) { rc = strata_err_set(STRATA_ENOMEM, "coordinator: out of memory"); break; }
-            er = nr;
-          }
-          er[n] = (strata_req){0};
-          rc = t->irecv(t->impl, p->rotating[i].buf, p->rotating[i].len, w + 1, TAG_EXPORT, &er[n++]);
-        }
+        if (strata_schedule_rotating_holder(&c->sched, i, S - 1) == w && p->rotating[i].len)
+          rc = recv_into(t, &er, &p->rotating[i], w + 1, TAG_EXPORT);
     }
-    if (!rc) rc = strata__loop_wait_all(t, er, n);
-    strata_free(er);
+    if (!rc) rc = strata__loop_wait_all(t, er.r, er.n);
+    strata_free(er.r);
     if (!rc) {
       c->res->peers_blocked = 0;
       c->res->workers_done = 1;

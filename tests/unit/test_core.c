@@ -17,25 +17,12 @@
 
 #include <cmocka.h>
 
+#include "leakcheck.h"
+
 #include "strata/core.h"
 #include "strata/engine.h"
 #include "strata/error.h"
 
-static size_t live0;
-
-static int setup(void **state) {
-  (void)state;
-  live0 = strata_alloc_live();
-  strata_err_clear();
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  strata_alloc_fail_after(0);
-  assert_int_equal(strata_alloc_live(), live0);
-  return 0;
-}
 
 /* ---- helpers for file tests ------------------------------------------ */
 

@@ -11,6 +11,8 @@
 
 #include <cmocka.h>
 
+#include "leakcheck.h"
+
 #include "strata/core.h"
 #include "strata/error.h"
 
@@ -27,21 +29,6 @@ static const code_entry codes[] = {
 };
 #define N_CODES ((int)(sizeof codes / sizeof codes[0]))
 
-static size_t live0;
-
-static int setup(void **state) {
-  (void)state;
-  live0 = strata_alloc_live();
-  strata_err_clear();
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  strata_err_clear();
-  assert_int_equal(strata_alloc_live(), live0);
-  return 0;
-}
 
 static void test_codes_are_negative_and_distinct(void **state) {
   (void)state;

@@ -13,24 +13,13 @@
 
 #include <cmocka.h>
 
+#include "leakcheck.h"
+
 #include "strata/core.h"
 #include "strata/mf.h"
 
 enum { K = 13 };
 
-static size_t live0;
-
-static int setup(void **state) {
-  (void)state;
-  live0 = strata_alloc_live();
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  assert_int_equal(strata_alloc_live(), live0);
-  return 0;
-}
 
 static strata_mf_step make_step(int adagrad, int bias, float lr) {
   int kpad = strata_mf_kpad(K);

@@ -18,24 +18,11 @@
 
 #include <cmocka.h>
 
+#include "leakcheck.h"
+
 #include "strata/core.h"
 #include "strata/schedule.h"
 
-static size_t live0;
-
-static int setup(void **state) {
-  (void)state;
-  live0 = strata_alloc_live();
-  strata_err_clear();
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  strata_alloc_fail_after(0);
-  assert_int_equal(strata_alloc_live(), live0);
-  return 0;
-}
 
 static int row_worker(int i, int P, int B) { return (int)((int64_t)i * P / B); }
 
