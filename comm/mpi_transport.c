@@ -6,23 +6,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "strata/core.h"
 #include "strata/transport.h"
 
 _Static_assert(sizeof(MPI_Request) <= sizeof(uint64_t), "MPI_Request must fit a strata_req");
 
 /* A strata_req stores the MPI_Request bits plus one, so that a zeroed
- * strata_req stays "null" whatever MPI_REQUEST_NULL's representation is. The
- * expected length of a receive is kept beside it in a small side table keyed
- * by request; receives are few at a time, so a linear table is enough. */
-typedef struct {
-  uint64_t h;
-  int len;
-} recv_len;
-
-#define MAX_RECV 4096
-static recv_len recv_lens[MAX_RECV];
-static int recv_hw; /* slots at or past this index are all free */
-
+ * strata_req stays "null" whatever MPI_REQUEST_NULL's representation is. */
 static uint64_t pack_req(MPI_Request r) {
   uint64_t v = 0;
   memcpy(&v, &r, sizeof r);
@@ -43,6 +33,7 @@ static int mpi_isend(void *impl, const void *buf, size_t len, int dst, int tag, 
   if (MPI_Isend(buf, (int)len, MPI_BYTE, dst, tag, MPI_COMM_WORLD, &r) != MPI_SUCCESS)
     return strata_err_set(STRATA_ECOMM, "MPI_Isend to rank %d failed", dst);
   req->h = pack_req(r);
+  req->expect = 0;
   return 0;
 }
 
@@ -53,14 +44,28 @@ static int mpi_irecv(void *impl, void *buf, size_t len, int src, int tag, strata
   if (MPI_Irecv(buf, (int)len, MPI_BYTE, src, tag, MPI_COMM_WORLD, &r) != MPI_SUCCESS)
     return strata_err_set(STRATA_ECOMM, "MPI_Irecv from rank %d failed", src);
   req->h = pack_req(r);
-  for (int i = 0; i < MAX_RECV; i++)
-    if (recv_lens[i].h == 0) {
-      recv_lens[i].h = req->h;
-      recv_lens[i].len = (int)len;
-      if (i >= recv_hw) recv_hw = i + 1;
-      return 0;
-    }
-  return strata_err_set(STRATA_ECOMM, "more than %d receives outstanding", MAX_RECV);
+  req->expect = (uint64_t)len + 1;
+  return 0;
+}
+
+static int mpi_fail(const char *what, int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int n = 0;
+  MPI_Error_string(code, text, &n);
+  return strata_err_set(STRATA_ECOMM, "%s failed: %s", what, text);
+}
+
+/* A completed receive must have brought exactly the bytes it was posted for:
+ * a mismatch means the two sides disagree about the protocol. */
+static int check_len(const strata_req *req, const MPI_Status *st) {
+  if (!req->expect) return 0;
+  int got = 0;
+  MPI_Get_count(st, MPI_BYTE, &got);
+  if ((uint64_t)got + 1 != req->expect)
+    return strata_err_set(STRATA_ECOMM, "message from rank %d (tag %d) has %d bytes, expected %llu",
+                          st->MPI_SOURCE, st->MPI_TAG, got,
+                          (unsigned long long)(req->expect - 1));
+  return 0;
 }
 
 static int mpi_test(void *impl, strata_req *req, int *done) {
@@ -69,26 +74,53 @@ static int mpi_test(void *impl, strata_req *req, int *done) {
   if (req->h == 0) return 0;
   MPI_Request r = unpack_req(req->h);
   MPI_Status st;
-  int flag = 0;
-  if (MPI_Test(&r, &flag, &st) != MPI_SUCCESS)
-    return strata_err_set(STRATA_ECOMM, "MPI_Test failed");
+  int flag = 0, err = MPI_Test(&r, &flag, &st);
+  if (err != MPI_SUCCESS) return mpi_fail("MPI_Test", err);
   if (!flag) {
     *done = 0;
     return 0;
   }
-  int rc = 0;
-  for (int i = 0; i < recv_hw; i++)
-    if (recv_lens[i].h == req->h) {
-      int got = 0;
-      MPI_Get_count(&st, MPI_BYTE, &got);
-      if (got != recv_lens[i].len)
-        rc = strata_err_set(STRATA_ECOMM, "message from rank %d (tag %d) has %d bytes, expected %d",
-                            st.MPI_SOURCE, st.MPI_TAG, got, recv_lens[i].len);
-      recv_lens[i].h = 0;
-      while (recv_hw > 0 && recv_lens[recv_hw - 1].h == 0) recv_hw--;
-      break;
-    }
+  int rc = check_len(req, &st);
   req->h = 0;
+  return rc;
+}
+
+static int mpi_test_all(void *impl, strata_req *reqs, int n, int *all) {
+  (void)impl;
+  *all = 1;
+  int live = 0;
+  for (int i = 0; i < n; i++) live += reqs[i].h != 0;
+  if (!live) return 0;
+  MPI_Request *mr = strata_malloc((size_t)live * sizeof *mr);
+  int *map = strata_malloc((size_t)live * sizeof *map);
+  int *idx = strata_malloc((size_t)live * sizeof *idx);
+  MPI_Status *st = strata_malloc((size_t)live * sizeof *st);
+  int rc = 0;
+  if (!mr || !map || !idx || !st) {
+    rc = strata_err_set(STRATA_ENOMEM, "out of memory testing %d requests", live);
+    goto done;
+  }
+  for (int i = 0, k = 0; i < n; i++)
+    if (reqs[i].h) {
+      mr[k] = unpack_req(reqs[i].h);
+      map[k++] = i;
+    }
+  int outcount = 0, err = MPI_Testsome(live, mr, &outcount, idx, st);
+  if (err != MPI_SUCCESS) {
+    rc = mpi_fail("MPI_Testsome", err);
+    goto done;
+  }
+  for (int j = 0; j < outcount && outcount != MPI_UNDEFINED; j++) {
+    strata_req *q = &reqs[map[idx[j]]];
+    if (!rc) rc = check_len(q, &st[j]);
+    q->h = 0;
+  }
+  *all = outcount != MPI_UNDEFINED && outcount == live;
+done:
+  strata_free(mr);
+  strata_free(map);
+  strata_free(idx);
+  strata_free(st);
   return rc;
 }
 
@@ -111,6 +143,7 @@ int strata_comm_init(int *argc, char ***argv, strata_transport *t) {
   t->isend = mpi_isend;
   t->irecv = mpi_irecv;
   t->test = mpi_test;
+  t->test_all = mpi_test_all;
   return 0;
 }
 
@@ -139,6 +172,18 @@ int strata_comm_wait_idle(const strata_transport *t, strata_req *req) {
     int done = 0;
     int rc = t->test(t->impl, req, &done);
     if (rc || done) return rc;
+    struct timespec ts = {0, ns};
+    nanosleep(&ts, NULL);
+    if (ns < 5000000) ns *= 2;
+  }
+}
+
+int strata_comm_wait_all_idle(const strata_transport *t, strata_req *reqs, int n) {
+  long ns = 50000;
+  for (;;) {
+    int all = 0;
+    int rc = t->test_all(t->impl, reqs, n, &all);
+    if (rc || all) return rc;
     struct timespec ts = {0, ns};
     nanosleep(&ts, NULL);
     if (ns < 5000000) ns *= 2;

@@ -197,6 +197,14 @@ static int ship(coord *c, strata_transport *t, void *sched_buf, size_t sched_len
   strata_problem *p = &c->prob;
   int P = c->setup.workers, rc = 0;
   reqset rs = {0};
+  strata_block **list = strata_malloc((2 * (size_t)p->n_data + (size_t)p->n_resident +
+                                       (size_t)p->n_rotating) * sizeof *list);
+  char **bundles = strata_calloc((size_t)P, sizeof *bundles);
+  if (!list || !bundles) {
+    strata_free(list);
+    strata_free(bundles);
+    return strata_err_set(STRATA_ENOMEM, "coordinator: out of memory");
+  }
   size_t ndesc = (size_t)p->n_data * (h->has_eval ? 2 : 1) + (size_t)p->n_resident +
                  (size_t)p->n_rotating;
   for (int w = 0; w < P && !rc; w++) {
@@ -205,21 +213,38 @@ static int ship(coord *c, strata_transport *t, void *sched_buf, size_t sched_len
     if (!rc && p->meta_len) rc = send_all(t, &rs, p->meta, p->meta_len, dst, TAG_META);
     if (!rc) rc = send_all(t, &rs, sched_buf, sched_len, dst, TAG_SCHED);
     if (!rc) rc = send_all(t, &rs, desc, ndesc * sizeof *desc, dst, TAG_DESC);
-    for (int i = 0; i < p->n_data && !rc; i++)
-      if (strata_schedule_data_owner(&c->sched, i) == w && p->data[i].len)
-        rc = send_all(t, &rs, p->data[i].buf, p->data[i].len, dst, TAG_BLOCK);
-    for (int i = 0; i < p->n_data && !rc && h->has_eval; i++)
-      if (strata_schedule_data_owner(&c->sched, i) == w && p->eval[i].len)
-        rc = send_all(t, &rs, p->eval[i].buf, p->eval[i].len, dst, TAG_BLOCK);
-    for (int i = 0; i < p->n_resident && !rc; i++)
-      if (strata_schedule_resident_owner(&c->sched, i) == w && p->resident[i].len)
-        rc = send_all(t, &rs, p->resident[i].buf, p->resident[i].len, dst, TAG_BLOCK);
-    for (int i = 0; i < p->n_rotating && !rc; i++)
-      if (strata_schedule_rotating_holder(&c->sched, i, 0) == w && p->rotating[i].len)
-        rc = send_all(t, &rs, p->rotating[i].buf, p->rotating[i].len, dst, TAG_BLOCK);
+    /* One bundle per worker; the training data is not needed here once
+     * copied, so it goes as the bundle grows. */
+    size_t total;
+    int n = strata__setup_blocks(&c->sched, w, p->data, p->eval, p->resident, p->rotating, list,
+                                 &total);
+    char *bundle = strata_malloc(total ? total : 1);
+    if (!bundle) {
+      rc = strata_err_set(STRATA_ENOMEM, "coordinator: out of memory for worker %d's blocks", w);
+      break;
+    }
+    bundles[w] = bundle;
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+      memcpy(bundle + off, list[i]->buf, list[i]->len);
+      off += list[i]->len;
+      if (list[i] >= p->data && list[i] < p->data + p->n_data) {
+        strata_free(list[i]->buf);
+        list[i]->buf = NULL;
+      } else if (p->eval && list[i] >= p->eval && list[i] < p->eval + p->n_data) {
+        strata_free(list[i]->buf);
+        list[i]->buf = NULL;
+      }
+    }
+    for (size_t o = 0; o < total && !rc; o += STRATA__PIECE)
+      rc = send_all(t, &rs, bundle + o, total - o < STRATA__PIECE ? total - o : STRATA__PIECE, dst,
+                    TAG_BLOCK);
   }
   if (!rc) rc = strata__loop_wait_all(t, rs.r, rs.n);
   strata_free(rs.r);
+  for (int w = 0; bundles && w < P; w++) strata_free(bundles[w]);
+  strata_free(bundles);
+  strata_free(list);
   return rc;
 }
 
@@ -239,14 +264,10 @@ static int load_and_schedule(coord *c) {
       return strata_err_set(STRATA_EINVAL, "%s: rotating block %d is not nrows x row_bytes",
                             c->app->name, i);
   }
-  /* Every block travels as one message; refuse now rather than after some
-   * workers were sent their set-up. */
+  /* Parameter blocks travel whole (evaluation exchange, export); refuse now
+   * rather than after some workers were sent their set-up. Data blocks go
+   * in bundle pieces and have no such limit. */
   const strata_problem *p = &c->prob;
-  for (int i = 0; i < p->n_data; i++)
-    if (p->data[i].len > INT_MAX || (p->eval && p->eval[i].len > INT_MAX))
-      return strata_err_set(STRATA_ETOOBIG,
-                            "data block %d has %zu bytes, over the 2 GiB message limit: "
-                            "use more --strata", i, p->data[i].len);
   for (int i = 0; i < p->n_resident; i++)
     if (p->resident[i].len > INT_MAX)
       return strata_err_set(STRATA_ETOOBIG, "parameter block %d is over 2 GiB: use more --strata", i);
@@ -413,7 +434,12 @@ int strata_engine_run(const strata_app *app, void *cfg, const strata_engine_opts
                       strata_transport *t, strata_run_result *result) {
   int serial = t == NULL;
   int P = serial ? 1 : t->size - 1;
-  if (!serial && t->rank > 0) return strata__worker_main(app, cfg, opts, t);
+  if (!serial && t->rank > 0) {
+    int own = 0;
+    int rc = strata__worker_main(app, cfg, opts, t, &own);
+    result->peers_blocked = own;
+    return rc;
+  }
 
   coord c;
   memset(&c, 0, sizeof c);
@@ -459,22 +485,14 @@ int strata_engine_finish(strata_transport *t, int rc) {
   if (!t) return rc;
   int32_t code = rc;
   if (t->rank == 0) {
-    int P = t->size - 1;
-    strata_req *reqs = strata_calloc((size_t)(P > 0 ? P : 1), sizeof *reqs);
-    int32_t *codes = strata_malloc((size_t)(P > 0 ? P : 1) * sizeof *codes);
-    if (!reqs || !codes) {
-      strata_free(reqs);
-      strata_free(codes);
-      return rc ? rc : strata_err_set(STRATA_ENOMEM, "coordinator: out of memory");
-    }
+    /* One small message per worker, each waited for: nothing to allocate,
+     * so even an out-of-memory rank 0 can still release its workers. */
     int err = 0;
-    for (int w = 0; w < P && !err; w++) {
-      codes[w] = code;
-      err = t->isend(t->impl, &codes[w], sizeof codes[w], w + 1, TAG_FINAL, &reqs[w]);
+    for (int w = 1; w < t->size && !err; w++) {
+      strata_req rq = {0};
+      err = t->isend(t->impl, &code, sizeof code, w, TAG_FINAL, &rq);
+      if (!err) err = strata__loop_wait_all(t, &rq, 1);
     }
-    if (!err) err = strata__loop_wait_all(t, reqs, P);
-    strata_free(reqs);
-    strata_free(codes);
     return rc ? rc : err;
   }
   strata_req rq = {0};

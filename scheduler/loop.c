@@ -23,22 +23,22 @@ typedef struct waitset {
   ev_signal sigint, sigterm;
 } waitset;
 
+static int live(const waitset *ws) {
+  int n = 0;
+  for (int i = 0; i < ws->n; i++) n += ws->reqs[i].h != 0;
+  return n;
+}
+
+/* One test_all per wake-up: a single pass of MPI's progress engine however
+ * many requests are pending. */
 static int all_done(waitset *ws, int *progressed) {
-  int all = 1;
-  *progressed = 0;
-  for (int i = 0; i < ws->n; i++) {
-    if (ws->reqs[i].h == 0) continue;
-    int done = 0;
-    int rc = ws->t->test(ws->t->impl, &ws->reqs[i], &done);
-    if (rc) {
-      ws->rc = rc;
-      return 1;
-    }
-    if (done)
-      *progressed = 1;
-    else
-      all = 0;
+  int before = live(ws), all = 0;
+  int rc = ws->t->test_all(ws->t->impl, ws->reqs, ws->n, &all);
+  if (rc) {
+    ws->rc = rc;
+    return 1;
   }
+  *progressed = live(ws) < before;
   return all;
 }
 

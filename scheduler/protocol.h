@@ -8,9 +8,10 @@
  *   TAG_SCHED   packed schedule
  *   TAG_DESC    struct block_desc for every block: data, eval (if has_eval),
  *               resident, rotating
- *   TAG_BLOCK   block bytes in canonical order: owned data blocks by id, their
- *               eval blocks, owned resident blocks, rotating blocks held at
- *               sub-epoch 0
+ *   TAG_BLOCK   one bundle: the bytes of the worker's blocks back to back in
+ *               canonical order (strata__setup_blocks), sent in pieces of at
+ *               most STRATA__PIECE bytes; one message per block would make
+ *               set-up cost grow with the square of the block count
  * Per pass, worker -> coordinator: TAG_REPORT struct pass_report.
  * Between workers: chunk c of rotating block r with tag block_tag(r, c);
  * model exchange for evaluation with TAG_EVAL_BASE + r.
@@ -82,9 +83,11 @@ typedef struct strata__worker {
 
 /* Runs every pass on a prepared worker. */
 int strata__worker_loop(strata__worker *w);
-/* Scheduled mode, ranks >= 1: receive set-up, loop, export. */
+/* Scheduled mode, ranks >= 1: receive set-up, loop, export. On a failure of
+ * its own (not the coordinator calling the run off) sets *own_failure and
+ * keeps its buffers: MPI may still write into them and peers may wait. */
 int strata__worker_main(const strata_app *app, void *cfg, const strata_engine_opts *opts,
-                        strata_transport *t);
+                        strata_transport *t, int *own_failure);
 /* Frees the worker's blocks, schedule and app state. */
 void strata__worker_close(strata__worker *w);
 
@@ -92,6 +95,16 @@ void strata__worker_close(strata__worker *w);
  * backing off from 50 us to 10 ms, and watches SIGINT/SIGTERM (returning
  * STRATA_EINTR). Never spins. */
 int strata__loop_wait_all(const strata_transport *t, strata_req *reqs, int n);
+
+#define STRATA__PIECE ((size_t)1 << 30)
+
+/* The blocks worker w receives at set-up, in canonical order: owned data
+ * blocks by id, their eval blocks (eval may be NULL), owned resident blocks,
+ * rotating blocks it holds in sub-epoch 0; empty blocks are left out. out
+ * needs room for 2 n_data + n_resident + n_rotating pointers. Returns the
+ * count; *total gets the sum of their lengths. */
+int strata__setup_blocks(const strata_schedule *s, int w, strata_block *data, strata_block *eval,
+                         strata_block *res, strata_block *rot, strata_block **out, size_t *total);
 
 /* Tag of chunk c of rotating block r. */
 static inline int strata__chunk_tag(const strata_transport *t, int r, int c, int depth) {

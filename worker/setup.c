@@ -23,11 +23,72 @@ static int recv_idle(strata_transport *t, void *buf, size_t len, int tag) {
   return rc;
 }
 
-static int recv_block(strata_transport *t, strata_block *b) {
-  if (!b->len) return 0;
-  b->buf = strata_alloc_aligned(b->len);
-  if (!b->buf) return strata_err_set(STRATA_ENOMEM, "worker: out of memory (%zu bytes)", b->len);
-  return recv_idle(t, b->buf, b->len, TAG_BLOCK);
+int strata__setup_blocks(const strata_schedule *s, int w, strata_block *data, strata_block *eval,
+                         strata_block *res, strata_block *rot, strata_block **out, size_t *total) {
+  int n = 0;
+  *total = 0;
+#define TAKE(b)          \
+  do {                   \
+    if ((b)->len) {      \
+      out[n++] = (b);    \
+      *total += (b)->len; \
+    }                    \
+  } while (0)
+  for (int i = 0; i < s->n_data; i++)
+    if (strata_schedule_data_owner(s, i) == w) TAKE(&data[i]);
+  for (int i = 0; eval && i < s->n_data; i++)
+    if (strata_schedule_data_owner(s, i) == w) TAKE(&eval[i]);
+  for (int i = 0; i < s->n_resident; i++)
+    if (strata_schedule_resident_owner(s, i) == w) TAKE(&res[i]);
+  for (int i = 0; i < s->n_rotating; i++)
+    if (strata_schedule_rotating_holder(s, i, 0) == w) TAKE(&rot[i]);
+#undef TAKE
+  return n;
+}
+
+/* Receives the bundle of this worker's blocks and gives each block its own
+ * aligned buffer (blocks are freed one by one later). */
+static int receive_blocks(strata__worker *w) {
+  strata_transport *t = w->t;
+  strata_schedule *s = &w->sched;
+  size_t cap = 2 * (size_t)s->n_data + (size_t)s->n_resident + (size_t)s->n_rotating;
+  strata_block **list = strata_malloc(cap * sizeof *list);
+  char *bundle = NULL;
+  strata_req *reqs = NULL;
+  int rc = 0;
+  if (!list) return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
+  size_t total;
+  int n = strata__setup_blocks(s, w->me, w->data, w->has_eval ? w->eval : NULL, w->res, w->rot,
+                               list, &total);
+  int pieces = (int)((total + STRATA__PIECE - 1) / STRATA__PIECE);
+  bundle = strata_malloc(total ? total : 1);
+  reqs = strata_calloc((size_t)(pieces ? pieces : 1), sizeof *reqs);
+  if (!bundle || !reqs) {
+    rc = strata_err_set(STRATA_ENOMEM, "worker %d: out of memory for %zu bytes of blocks", w->me,
+                        total);
+    goto done;
+  }
+  for (int i = 0; i < pieces && !rc; i++) {
+    size_t off = (size_t)i * STRATA__PIECE;
+    size_t len = total - off < STRATA__PIECE ? total - off : STRATA__PIECE;
+    rc = t->irecv(t->impl, bundle + off, len, 0, TAG_BLOCK, &reqs[i]);
+  }
+  if (!rc) rc = strata_comm_wait_all_idle(t, reqs, pieces);
+  size_t off = 0;
+  for (int i = 0; i < n && !rc; i++) {
+    strata_block *b = list[i];
+    if (!(b->buf = strata_alloc_aligned(b->len))) {
+      rc = strata_err_set(STRATA_ENOMEM, "worker %d: out of memory (%zu bytes)", w->me, b->len);
+      break;
+    }
+    memcpy(b->buf, bundle + off, b->len);
+    off += b->len;
+  }
+done:
+  strata_free(list);
+  strata_free(bundle);
+  strata_free(reqs);
+  return rc;
 }
 
 static int receive_setup(strata__worker *w, setup_header *h) {
@@ -65,15 +126,7 @@ static int receive_setup(strata__worker *w, setup_header *h) {
   }
   for (int i = 0; i < nr; i++) w->res[i] = (strata_block){NULL, dr[i].len, dr[i].nrows, dr[i].row_bytes};
   for (int i = 0; i < nt; i++) w->rot[i] = (strata_block){NULL, dt[i].len, dt[i].nrows, dt[i].row_bytes};
-  /* Canonical order (see protocol.h). */
-  for (int i = 0; i < nd && !rc; i++)
-    if (strata_schedule_data_owner(&w->sched, i) == w->me) rc = recv_block(t, &w->data[i]);
-  for (int i = 0; i < nd && !rc && h->has_eval; i++)
-    if (strata_schedule_data_owner(&w->sched, i) == w->me) rc = recv_block(t, &w->eval[i]);
-  for (int i = 0; i < nr && !rc; i++)
-    if (strata_schedule_resident_owner(&w->sched, i) == w->me) rc = recv_block(t, &w->res[i]);
-  for (int i = 0; i < nt && !rc; i++)
-    if (strata_schedule_rotating_holder(&w->sched, i, 0) == w->me) rc = recv_block(t, &w->rot[i]);
+  rc = receive_blocks(w);
   if (!rc) rc = w->app->worker_init(w->cfg, &w->setup, meta, h->meta_len, &w->state);
   goto fail;
 oom:
@@ -104,7 +157,7 @@ static int send_model(strata__worker *w) {
 }
 
 int strata__worker_main(const strata_app *app, void *cfg, const strata_engine_opts *opts,
-                        strata_transport *t) {
+                        strata_transport *t, int *own_failure) {
   strata__worker w;
   memset(&w, 0, sizeof w);
   w.app = app;
@@ -122,9 +175,22 @@ int strata__worker_main(const strata_app *app, void *cfg, const strata_engine_op
   w.report = send_report;
   w.report_ud = &w;
   setup_header h;
+  memset(&h, 0, sizeof h);
+  *own_failure = 0;
   int rc = receive_setup(&w, &h);
+  if (rc && h.status && rc == h.status) {
+    /* The coordinator called the run off: nothing is in flight. */
+    strata__worker_close(&w);
+    return rc;
+  }
   if (!rc) rc = strata__worker_loop(&w);
   if (!rc && opts->model_out) rc = send_model(&w);
+  if (rc) {
+    /* Peers may be blocked on this rank and MPI may still write into its
+     * buffers: keep them, and let the caller end the job. */
+    *own_failure = 1;
+    return rc;
+  }
   strata__worker_close(&w);
-  return rc;
+  return 0;
 }

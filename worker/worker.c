@@ -181,11 +181,13 @@ static int evaluate(strata__worker *w, ring *rg, int pass, double *partials,
   int rc = 0, nrot = w->sched.n_rotating;
   strata_req *reqs = NULL;
   if (w->t) {
+    /* Draining belongs to evaluation (eval_s), not to the pass's waits. */
+    strata_worker_stats drain = {0};
     for (int r = 0; r < nrot; r++) {
       for (int c = 0; c < rg->depth && rg->incoming[r]; c++)
         if ((rc = strata_comm_wait(w->t, &rg->recv[r * rg->depth + c]))) return rc;
-      if ((rc = finish_sends(w, rg, r, st))) return rc;
-      if ((rc = adopt_incoming(w, rg, r, st))) return rc;
+      if ((rc = finish_sends(w, rg, r, &drain))) return rc;
+      if ((rc = adopt_incoming(w, rg, r, &drain))) return rc;
     }
     int hs = held_subepoch(rg, pass, w->setup.passes);
     if (rg->P > 1) {

@@ -114,8 +114,9 @@ int strata_driver_main(const strata_app *app, const strata_driver *d, int argc, 
   strata_run_result result;
   memset(&result, 0, sizeof result);
   if (!cfg) {
-    rc = strata_err_set(STRATA_ENOMEM, "out of memory");
-    goto out;
+    /* The other ranks would wait for this one: end the job. */
+    fprintf(stderr, "%s: out of memory\n", d->prog);
+    strata_comm_abort(&t, 1);
   }
   if ((rc = strata_options_defaults(groups, 2))) goto out;
   if ((rc = strata_options_parse(groups, 2, argc, argv, &help))) goto out;
@@ -183,7 +184,7 @@ out:
   strata_free(cfg);
   /* A failure in the middle of the passes can leave peers blocked on a
    * block that will never come: only then end the whole job at once. */
-  int stuck = t.rank == 0 ? peers_blocked : strata_err_msg()[0] && rc != STRATA_EUSAGE;
+  int stuck = peers_blocked;
   if (rc && (stuck || rc == STRATA_ECOMM || rc == STRATA_EINTR)) {
     fflush(NULL);
     strata_comm_abort(&t, exit_code(rc));

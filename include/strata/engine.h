@@ -64,16 +64,18 @@ typedef struct strata_run_result {
   double objectives[STRATA_MAX_OBJECTIVES]; /* of the last pass */
   strata_problem problem; /* as loaded; parameter blocks hold final values
                              when the model was exported, data is freed */
-  int peers_blocked; /* rank 0 failed while workers wait on it: the caller
-                        must end the job (strata_comm_abort) */
+  int peers_blocked; /* this rank failed while peers may wait on it (rank 0
+                        between shipping and the last export block; a worker
+                        on any failure of its own): the caller must end the
+                        job (strata_comm_abort). Set on every rank. */
   int workers_done;  /* every worker finished its passes and waits in
                         strata_engine_finish for the verdict */
 } strata_run_result;
 
 /*
  * Runs app on this rank. t is the MPI transport (scheduled mode) or NULL
- * (serial mode). On rank 0, result (zeroed by the caller) receives the
- * metrics; release it with strata_run_result_close. Returns 0, or a negative
+ * (serial mode). result (zeroed by the caller) receives the metrics on
+ * rank 0, and peers_blocked on every rank; release it with strata_run_result_close. Returns 0, or a negative
  * code with strata_err_msg() set on the rank that detected the problem. A
  * worker told by the coordinator that the run failed before it began returns
  * the coordinator's code with an empty message (the coordinator reports it).

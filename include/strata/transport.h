@@ -21,6 +21,7 @@
  * done. Completed requests are reset to null. */
 typedef struct strata_req {
   uint64_t h;
+  uint64_t expect; /* receives: expected length + 1 (checked on completion); sends: 0 */
 } strata_req;
 
 typedef struct strata_transport {
@@ -36,6 +37,10 @@ typedef struct strata_transport {
    * receive, a message whose length differs from the posted one is an error
    * (STRATA_ECOMM). Also drives progress of every outstanding operation. */
   int (*test)(void *impl, strata_req *req, int *done);
+  /* Tests n requests at once (null ones included), nulling the completed
+   * ones; *all is 1 when none is left. One call drives progress once, so a
+   * rank waiting on many requests pays for one pass of the progress engine. */
+  int (*test_all)(void *impl, strata_req *reqs, int n, int *all);
 } strata_transport;
 
 /*
@@ -54,5 +59,7 @@ STRATA_EXPORT int strata_comm_wait(const strata_transport *t, strata_req *req);
 /* Waits with sleeps that back off from 50 us to 5 ms between tests, so an
  * idle rank leaves its core to others (set-up and tear-down waits). */
 STRATA_EXPORT int strata_comm_wait_idle(const strata_transport *t, strata_req *req);
+/* The same for n requests at once (test_all between sleeps). */
+STRATA_EXPORT int strata_comm_wait_all_idle(const strata_transport *t, strata_req *reqs, int n);
 
 #endif
