@@ -166,18 +166,6 @@ int strata_comm_wait(const strata_transport *t, strata_req *req) {
   return 0;
 }
 
-int strata_comm_wait_idle(const strata_transport *t, strata_req *req) {
-  long ns = 50000;
-  for (;;) {
-    int done = 0;
-    int rc = t->test(t->impl, req, &done);
-    if (rc || done) return rc;
-    struct timespec ts = {0, ns};
-    nanosleep(&ts, NULL);
-    if (ns < 5000000) ns *= 2;
-  }
-}
-
 int strata_comm_wait_all_idle(const strata_transport *t, strata_req *reqs, int n) {
   long ns = 50000;
   for (;;) {
@@ -188,4 +176,8 @@ int strata_comm_wait_all_idle(const strata_transport *t, strata_req *reqs, int n
     nanosleep(&ts, NULL);
     if (ns < 5000000) ns *= 2;
   }
+}
+
+int strata_comm_wait_idle(const strata_transport *t, strata_req *req) {
+  return strata_comm_wait_all_idle(t, req, 1);
 }

@@ -228,10 +228,9 @@ static int ship(coord *c, strata_transport *t, void *sched_buf, size_t sched_len
     for (int i = 0; i < n; i++) {
       memcpy(bundle + off, list[i]->buf, list[i]->len);
       off += list[i]->len;
-      if (list[i] >= p->data && list[i] < p->data + p->n_data) {
-        strata_free(list[i]->buf);
-        list[i]->buf = NULL;
-      } else if (p->eval && list[i] >= p->eval && list[i] < p->eval + p->n_data) {
+      int is_data = list[i] >= p->data && list[i] < p->data + p->n_data;
+      int is_eval = p->eval && list[i] >= p->eval && list[i] < p->eval + p->n_data;
+      if (is_data || is_eval) {
         strata_free(list[i]->buf);
         list[i]->buf = NULL;
       }
@@ -327,16 +326,6 @@ static int run_coordinator(coord *c, strata_transport *t) {
   c->res->peers_blocked = 1;
   if ((rc = ship(c, t, sched_buf, sched_len, desc, &h))) goto done;
   c->res->setup_s = strata_now() - t1;
-  /* The workers own the data now; the coordinator keeps only descriptors. */
-  for (int i = 0; i < p->n_data; i++) {
-    strata_free(p->data[i].buf);
-    p->data[i].buf = NULL;
-    if (p->eval) {
-      strata_free(p->eval[i].buf);
-      p->eval[i].buf = NULL;
-    }
-  }
-
   c->t_train0 = strata_now();
   c->cpu_train0 = strata_cpu_seconds();
   reps = strata_malloc((size_t)P * sizeof *reps);

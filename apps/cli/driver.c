@@ -184,8 +184,7 @@ out:
   strata_free(cfg);
   /* A failure in the middle of the passes can leave peers blocked on a
    * block that will never come: only then end the whole job at once. */
-  int stuck = peers_blocked;
-  if (rc && (stuck || rc == STRATA_ECOMM || rc == STRATA_EINTR)) {
+  if (rc && (peers_blocked || rc == STRATA_ECOMM || rc == STRATA_EINTR)) {
     fflush(NULL);
     strata_comm_abort(&t, exit_code(rc));
   }
