@@ -124,6 +124,38 @@ done:
   return rc;
 }
 
+static int mpi_poll(void *impl, int tag, int *got, int *src, void **buf, size_t *len) {
+  (void)impl;
+  *got = 0;
+  *buf = NULL;
+  *len = 0;
+  MPI_Message msg;
+  MPI_Status st;
+  int flag = 0, err = MPI_Improbe(MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &flag, &msg, &st);
+  if (err != MPI_SUCCESS) return mpi_fail("MPI_Improbe", err);
+  if (!flag) return 0;
+  int n = 0;
+  MPI_Get_count(&st, MPI_BYTE, &n);
+  /* A matched message must be received whatever happens next. */
+  void *b = strata_malloc(n ? (size_t)n : 1);
+  if (!b) {
+    char sink;
+    MPI_Mrecv(&sink, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+    return strata_err_set(STRATA_ENOMEM, "out of memory receiving %d bytes from rank %d", n,
+                          st.MPI_SOURCE);
+  }
+  err = MPI_Mrecv(b, n, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+  if (err != MPI_SUCCESS) {
+    strata_free(b);
+    return mpi_fail("MPI_Mrecv", err);
+  }
+  *got = 1;
+  *src = st.MPI_SOURCE;
+  *buf = b;
+  *len = (size_t)n;
+  return 0;
+}
+
 int strata_comm_init(int *argc, char ***argv, strata_transport *t) {
   int provided = 0;
   memset(t, 0, sizeof *t);
@@ -144,6 +176,7 @@ int strata_comm_init(int *argc, char ***argv, strata_transport *t) {
   t->irecv = mpi_irecv;
   t->test = mpi_test;
   t->test_all = mpi_test_all;
+  t->poll = mpi_poll;
   return 0;
 }
 

@@ -63,6 +63,7 @@ static int alloc_result(coord *c) {
   r->app = c->app;
   r->cfg = c->cfg;
   r->mode = c->setup.mode;
+  r->opts = c->opts;
   r->workers = P;
   r->strata = c->setup.strata;
   r->depth = c->setup.depth;
@@ -96,6 +97,12 @@ static int take_report(void *ud, const pass_report *rep) {
   tot->bytes_sent += ws->bytes_sent;
   tot->bytes_recv += ws->bytes_recv;
   tot->eval_bytes += ws->eval_bytes;
+  tot->delay_s += ws->delay_s;
+  tot->clocks += ws->clocks;
+  tot->reads += ws->reads;
+  tot->diff_sum += ws->diff_sum;
+  if (ws->diff_min < tot->diff_min) tot->diff_min = ws->diff_min;
+  for (int b = 0; b < STRATA_TABLE_HIST; b++) tot->hist[b] += ws->hist[b];
   ps->pass = rep->pass;
   ps->time_s = fmax(ps->time_s, ws->time_s);
   ps->compute_s = fmax(ps->compute_s, ws->compute_s);
@@ -216,7 +223,7 @@ static int ship(coord *c, strata_transport *t, void *sched_buf, size_t sched_len
     /* One bundle per worker; the training data is not needed here once
      * copied, so it goes as the bundle grows. */
     size_t total;
-    int n = strata__setup_blocks(&c->sched, w, p->data, p->eval, p->resident, p->rotating, list,
+    int n = strata__setup_blocks(&c->sched, w, strata_engine_is_ps(c->setup.mode), p->data, p->eval, p->resident, p->rotating, list,
                                  &total);
     char *bundle = strata_malloc(total ? total : 1);
     if (!bundle) {
@@ -247,7 +254,46 @@ static int ship(coord *c, strata_transport *t, void *sched_buf, size_t sched_len
   return rc;
 }
 
+/* Parameter-server modes keep rotating rows in one float table and end K
+ * clocks per pass at chunk boundaries: check both fit the problem. */
+static int check_ps(coord *c) {
+  const strata_problem *p = &c->prob;
+  uint32_t rb = 0;
+  for (int i = 0; i < p->n_rotating; i++) {
+    const strata_block *b = &p->rotating[i];
+    if (!b->nrows) continue;
+    if (!rb) rb = b->row_bytes;
+    if (b->row_bytes != rb || rb % sizeof(float))
+      return strata_err_set(STRATA_EINVAL,
+                            "%s: --mode %s needs rotating rows of one size in whole floats "
+                            "(block %d has %u bytes, others %u)",
+                            c->app->name, c->setup.mode, i, b->row_bytes, rb);
+  }
+  if (!rb) return strata_err_set(STRATA_EINVAL, "%s: no rotating rows to put in a table", c->app->name);
+  int K = strata__clocks_per_pass(c->opts->wpc);
+  for (int w = 0; w < c->setup.workers && K; w++) {
+    long chunks = 0;
+    for (int s = 0; s < c->sched.n_subepochs; s++) {
+      int n;
+      strata_schedule_tasks(&c->sched, s, w, &n);
+      chunks += (long)n * c->setup.depth;
+    }
+    if (chunks < K)
+      return strata_err_set(STRATA_EUSAGE,
+                            "--wpc %g ends %d clocks per pass but worker %d has only %ld chunks "
+                            "of work per pass: raise --depth or --strata",
+                            c->opts->wpc, K, w, chunks);
+  }
+  return 0;
+}
+
 static int load_and_schedule(coord *c) {
+  int ps = strata_engine_is_ps(c->setup.mode);
+  if (ps && !(c->app->flags & STRATA_APP_ADDITIVE))
+    return strata_err_set(STRATA_EUSAGE,
+                          "%s: --mode %s needs an app whose parameters merge by adding deltas; "
+                          "this one runs in scheduled or serial mode",
+                          c->app->name, c->setup.mode);
   int rc = c->app->load(c->cfg, &c->setup, &c->prob);
   if (rc) return rc;
   if (c->prob.n_examples == 0) return strata_err_set(STRATA_EEMPTY, "no training examples");
@@ -273,7 +319,7 @@ static int load_and_schedule(coord *c) {
   for (int i = 0; i < p->n_rotating; i++)
     if (p->rotating[i].len > INT_MAX)
       return strata_err_set(STRATA_ETOOBIG, "parameter block %d is over 2 GiB: use more --strata", i);
-  return 0;
+  return ps ? check_ps(c) : 0;
 }
 
 static int export_model(coord *c) {
@@ -391,6 +437,7 @@ static int run_serial(coord *c) {
   w.has_eval = p->eval != NULL;
   w.report = take_report;
   w.report_ud = c;
+  w.opts = c->opts;
   w.sched = c->sched;
   w.data = p->data;
   w.eval = p->eval;

@@ -40,6 +40,30 @@ typedef struct metrics_args {
   int argc;
 } metrics_args;
 
+/* Clock differentials (data age - reader clock) of the reads in s. */
+static void write_diffs(strata_json *j, const char *key, const strata_worker_stats *s) {
+  strata_json_object_begin(j, key);
+  strata_json_int(j, "reads", (int64_t)s->reads);
+  strata_json_number(j, "mean", s->reads ? (double)s->diff_sum / (double)s->reads : 0.0);
+  strata_json_int(j, "min", s->diff_min);
+  strata_json_int(j, "max_staleness", -(int64_t)s->diff_min);
+  /* hist[i] counts differential -i; the last bucket everything older. */
+  int last = 0;
+  for (int b = 0; b < STRATA_TABLE_HIST; b++)
+    if (s->hist[b]) last = b;
+  strata_json_array_begin(j, "hist");
+  for (int b = 0; b <= last && s->reads; b++) strata_json_int(j, NULL, (int64_t)s->hist[b]);
+  strata_json_array_end(j);
+  strata_json_object_end(j);
+}
+
+static void add_diffs(strata_worker_stats *a, const strata_worker_stats *s) {
+  a->reads += s->reads;
+  a->diff_sum += s->diff_sum;
+  if (s->diff_min < a->diff_min) a->diff_min = s->diff_min;
+  for (int b = 0; b < STRATA_TABLE_HIST; b++) a->hist[b] += s->hist[b];
+}
+
 static void write_stats(strata_json *j, const strata_worker_stats *s) {
   strata_json_number(j, "time_s", s->time_s);
   strata_json_number(j, "compute_s", s->compute_s);
@@ -49,6 +73,11 @@ static void write_stats(strata_json *j, const strata_worker_stats *s) {
   strata_json_int(j, "bytes_sent", (int64_t)s->bytes_sent);
   strata_json_int(j, "bytes_recv", (int64_t)s->bytes_recv);
   strata_json_int(j, "eval_bytes", (int64_t)s->eval_bytes);
+  strata_json_number(j, "delay_s", s->delay_s);
+  if (s->reads) {
+    strata_json_int(j, "clocks", s->clocks);
+    write_diffs(j, "clock_diff", s);
+  }
 }
 
 static int fill(FILE *f, void *ud) {
@@ -64,6 +93,26 @@ static int fill(FILE *f, void *ud) {
   strata_json_int(&j, "strata", r->strata);
   strata_json_int(&j, "depth", r->depth);
   strata_json_int(&j, "passes", r->passes);
+  const strata_engine_opts *o = r->opts;
+  int is_ps = o && strata_engine_is_ps(r->mode);
+  if (is_ps) {
+    static const char *const pf[] = {"none", "conservative", "aggressive"};
+    strata_json_object_begin(&j, "consistency");
+    if (strcmp(r->mode, "async"))
+      strata_json_int(&j, "staleness", o->staleness);
+    else
+      strata_json_string(&j, "staleness", "unbounded");
+    strata_json_number(&j, "wpc", o->wpc);
+    strata_json_string(&j, "prefetch", pf[o->prefetch]);
+    strata_json_object_end(&j);
+  }
+  if (o && o->straggler_ms) strata_json_int(&j, "straggler_ms", o->straggler_ms);
+  if (o && o->disrupt_prob > 0) {
+    strata_json_object_begin(&j, "disrupt");
+    strata_json_number(&j, "prob", o->disrupt_prob);
+    strata_json_int(&j, "slot_ms", o->disrupt_slot_ms);
+    strata_json_object_end(&j);
+  }
   if (app->describe) app->describe(r->cfg, &r->problem, &j);
   strata_json_int(&j, "examples", (int64_t)r->n_examples);
   strata_json_number(&j, "load_s", r->load_s);
@@ -77,6 +126,13 @@ static int fill(FILE *f, void *ud) {
   strata_json_number(&j, "coordinator_wall_s", r->coordinator_wall_s);
   strata_json_number(&j, "coordinator_train_cpu_s", r->coordinator_train_cpu_s);
   strata_json_number(&j, "coordinator_cpu_frac", r->wall_s > 0 ? r->coordinator_train_cpu_s / r->wall_s : 0);
+  if (is_ps) {
+    /* Over every pass and worker: the ESSP paper's staleness profile. */
+    strata_worker_stats sum;
+    memset(&sum, 0, sizeof sum);
+    for (int w = 0; w < r->workers; w++) add_diffs(&sum, &r->worker_total[w]);
+    write_diffs(&j, "clock_diff", &sum);
+  }
   strata_json_array_begin(&j, "per_pass");
   for (int p = 0; p < r->passes; p++) {
     const strata_pass_stats *ps = &r->per_pass[p];
@@ -90,6 +146,13 @@ static int fill(FILE *f, void *ud) {
     strata_json_int(&j, "bytes_recv", (int64_t)ps->bytes_recv);
     for (int i = 0; i < app->n_objectives; i++)
       strata_json_number(&j, app->objective_names[i], ps->objectives[i]);
+    if (is_ps) {
+      strata_worker_stats sum;
+      memset(&sum, 0, sizeof sum);
+      for (int w = 0; w < r->workers; w++)
+        add_diffs(&sum, &r->per_pass_worker[(size_t)p * (size_t)r->workers + (size_t)w]);
+      write_diffs(&j, "clock_diff", &sum);
+    }
     strata_json_array_begin(&j, "workers");
     for (int w = 0; w < r->workers; w++) {
       strata_json_object_begin(&j, NULL);

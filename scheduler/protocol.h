@@ -14,6 +14,7 @@
  *               set-up cost grow with the square of the block count
  * Per pass, worker -> coordinator: TAG_REPORT struct pass_report.
  * Between workers: chunk c of rotating block r with tag block_tag(r, c);
+ * in parameter-server modes, table traffic on TAG_PS and TAG_PS + 1 instead;
  * model exchange for evaluation with TAG_EVAL_BASE + r.
  * At the end with --model-out, worker -> coordinator TAG_EXPORT: owned
  * resident blocks by id, then rotating blocks held in the last sub-epoch.
@@ -38,6 +39,7 @@ enum {
   TAG_REPORT = 6,
   TAG_EXPORT = 7,
   TAG_FINAL = 8,
+  TAG_PS = 10, /* and 11: parameter-server tables (strata/table.h) */
   TAG_EVAL_BASE = 1000,
   TAG_CHUNK_BASE = 20000
 };
@@ -72,6 +74,7 @@ typedef struct strata__worker {
   strata_setup setup;
   void *state;
   strata_transport *t; /* NULL in serial mode */
+  const strata_engine_opts *opts;
   strata_schedule sched;
   int me;
   int has_eval;
@@ -81,8 +84,25 @@ typedef struct strata__worker {
   void *report_ud;
 } strata__worker;
 
-/* Runs every pass on a prepared worker. */
+/* Runs every pass on a prepared worker (the ring, or in parameter-server
+ * modes strata__worker_loop_ps). */
 int strata__worker_loop(strata__worker *w);
+/* Parameter-server modes: every rotating block starts on every worker (the
+ * table's initial values); rows come from the table chunk by chunk, their
+ * changes go back as deltas, and clocks end per --wpc. */
+int strata__worker_loop_ps(strata__worker *w);
+/* Scores this worker's eval blocks against w->res and w->rot as they are. */
+int strata__worker_score(strata__worker *w, int pass, double *partials);
+/* Clocks per pass for wpc < 1 (round(1/wpc)), 0 when a clock spans passes. */
+int strata__clocks_per_pass(double wpc);
+/* Sleeps ms milliseconds; returns the seconds slept. */
+double strata__sleep_ms(int ms);
+
+/* --disrupt: a thread that, in each slot of slot_ms, burns the CPU with
+ * probability prob. */
+typedef struct strata__disrupt strata__disrupt;
+int strata__disrupt_start(double prob, int slot_ms, uint64_t seed, strata__disrupt **out);
+void strata__disrupt_stop(strata__disrupt *d);
 /* Scheduled mode, ranks >= 1: receive set-up, loop, export. On a failure of
  * its own (not the coordinator calling the run off) sets *own_failure and
  * keeps its buffers: MPI may still write into them and peers may wait. */
@@ -100,11 +120,13 @@ int strata__loop_wait_all(const strata_transport *t, strata_req *reqs, int n);
 
 /* The blocks worker w receives at set-up, in canonical order: owned data
  * blocks by id, their eval blocks (eval may be NULL), owned resident blocks,
- * rotating blocks it holds in sub-epoch 0; empty blocks are left out. out
+ * rotating blocks it holds in sub-epoch 0 (with all_rot, parameter-server
+ * modes: every rotating block); empty blocks are left out. out
  * needs room for 2 n_data + n_resident + n_rotating pointers. Returns the
  * count; *total gets the sum of their lengths. */
-int strata__setup_blocks(const strata_schedule *s, int w, strata_block *data, strata_block *eval,
-                         strata_block *res, strata_block *rot, strata_block **out, size_t *total);
+int strata__setup_blocks(const strata_schedule *s, int w, int all_rot, strata_block *data,
+                         strata_block *eval, strata_block *res, strata_block *rot,
+                         strata_block **out, size_t *total);
 
 /* Tag of chunk c of rotating block r. */
 static inline int strata__chunk_tag(const strata_transport *t, int r, int c, int depth) {

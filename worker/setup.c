@@ -23,8 +23,9 @@ static int recv_idle(strata_transport *t, void *buf, size_t len, int tag) {
   return rc;
 }
 
-int strata__setup_blocks(const strata_schedule *s, int w, strata_block *data, strata_block *eval,
-                         strata_block *res, strata_block *rot, strata_block **out, size_t *total) {
+int strata__setup_blocks(const strata_schedule *s, int w, int all_rot, strata_block *data,
+                         strata_block *eval, strata_block *res, strata_block *rot,
+                         strata_block **out, size_t *total) {
   int n = 0;
   *total = 0;
 #define TAKE(b)          \
@@ -41,7 +42,7 @@ int strata__setup_blocks(const strata_schedule *s, int w, strata_block *data, st
   for (int i = 0; i < s->n_resident; i++)
     if (strata_schedule_resident_owner(s, i) == w) TAKE(&res[i]);
   for (int i = 0; i < s->n_rotating; i++)
-    if (strata_schedule_rotating_holder(s, i, 0) == w) TAKE(&rot[i]);
+    if (all_rot || strata_schedule_rotating_holder(s, i, 0) == w) TAKE(&rot[i]);
 #undef TAKE
   return n;
 }
@@ -58,7 +59,7 @@ static int receive_blocks(strata__worker *w) {
   int rc = 0;
   if (!list) return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
   size_t total;
-  int n = strata__setup_blocks(s, w->me, w->data, w->has_eval ? w->eval : NULL, w->res, w->rot,
+  int n = strata__setup_blocks(s, w->me, strata_engine_is_ps(w->setup.mode), w->data, w->has_eval ? w->eval : NULL, w->res, w->rot,
                                list, &total);
   int pieces = (int)((total + STRATA__PIECE - 1) / STRATA__PIECE);
   bundle = strata_malloc(total ? total : 1);
@@ -163,6 +164,7 @@ int strata__worker_main(const strata_app *app, void *cfg, const strata_engine_op
   w.app = app;
   w.cfg = cfg;
   w.t = t;
+  w.opts = opts;
   w.me = t->rank - 1;
   w.setup = (strata_setup){.workers = t->size - 1,
                            .strata = opts->strata ? opts->strata : t->size - 1,
@@ -183,7 +185,12 @@ int strata__worker_main(const strata_app *app, void *cfg, const strata_engine_op
     strata__worker_close(&w);
     return rc;
   }
+  strata__disrupt *dis = NULL;
+  if (!rc && opts->disrupt_prob > 0)
+    rc = strata__disrupt_start(opts->disrupt_prob, opts->disrupt_slot_ms,
+                               opts->seed * 1000003u + (uint64_t)w.me, &dis);
   if (!rc) rc = strata__worker_loop(&w);
+  strata__disrupt_stop(dis);
   if (!rc && opts->model_out) rc = send_model(&w);
   if (rc) {
     /* Peers may be blocked on this rank and MPI may still write into its

@@ -213,7 +213,14 @@ static int evaluate(strata__worker *w, ring *rg, int pass, double *partials,
       if (rc) return rc;
     }
   }
-  for (int s = 0; s < rg->S && !rc; s++) {
+  if (!rc) rc = strata__worker_score(w, pass, partials);
+  st->eval_s += strata_now() - t0;
+  return rc;
+}
+
+int strata__worker_score(strata__worker *w, int pass, double *partials) {
+  int rc = 0;
+  for (int s = 0; s < w->sched.n_subepochs && !rc; s++) {
     int n;
     const strata_task *tk = strata_schedule_tasks(&w->sched, s, w->me, &n);
     for (int i = 0; i < n && !rc; i++) {
@@ -231,11 +238,11 @@ static int evaluate(strata__worker *w, ring *rg, int pass, double *partials,
       rc = w->app->evaluate(w->state, &tv, partials);
     }
   }
-  st->eval_s += strata_now() - t0;
   return rc;
 }
 
 int strata__worker_loop(strata__worker *w) {
+  if (strata_engine_is_ps(w->setup.mode)) return strata__worker_loop_ps(w);
   ring rg = {0};
   int rc = 0;
   int nrot = w->sched.n_rotating;
@@ -267,6 +274,9 @@ int strata__worker_loop(strata__worker *w) {
     rep.worker = w->me;
     strata_worker_stats *st = &rep.stats;
     double t_pass = strata_now(), cpu0 = strata_cpu_seconds();
+    /* A straggler here: a clock is a pass of the ring. */
+    if (w->opts && w->opts->straggler_ms && pass % rg.P == w->me)
+      st->delay_s += strata__sleep_ms(w->opts->straggler_ms);
     for (int s = 0; s < rg.S && !rc; s++) {
       /* Receives for the next sub-epoch go up before this one's compute, so
        * each incoming block lands while this worker is busy. */

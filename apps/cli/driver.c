@@ -3,7 +3,9 @@
  * echoes the configuration, progress and the summary; a worker prints only
  * an error of its own; every rank exits with the same code.
  */
+#include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,12 +19,27 @@ typedef struct cli_opts {
   strata_engine_opts eng;
   int quiet, verbose;
   uint64_t seed;
+  const char *staleness, *wpc, *prefetch, *straggler, *disrupt;
 } cli_opts;
 
 #define EOPT(field) offsetof(cli_opts, field)
 static const strata_option engine_options[] = {
-    {"mode", 'm', STRATA_OPT_CHOICE, EOPT(eng.mode), "scheduled", "MODE", 0, 0, "scheduled|serial",
-     "scheduled: coordinator + workers over MPI; serial: one process, no MPI traffic"},
+    {"mode", 'm', STRATA_OPT_CHOICE, EOPT(eng.mode), "scheduled", "MODE", 0, 0,
+     "scheduled|serial|bsp|absp|ssp|essp|async",
+     "scheduled: parameter blocks rotate on a ring of workers; serial: one process, no MPI; "
+     "bsp, absp, ssp, essp, async: data-parallel workers against a parameter-server table"},
+    {"staleness", 0, STRATA_OPT_STRING, EOPT(staleness), NULL, "S", 0, 0, NULL,
+     "ssp/essp: read rows at most S clocks old (default 1; 0 is BSP)"},
+    {"wpc", 0, STRATA_OPT_STRING, EOPT(wpc), NULL, "W", 0, 0, NULL,
+     "absp/ssp/essp/async: work per clock in passes, 1/K or a whole number (default 1)"},
+    {"prefetch", 0, STRATA_OPT_CHOICE, EOPT(prefetch), "auto", "POLICY", 0, 0,
+     "auto|none|conservative|aggressive",
+     "table prefetcher replaying last clock's reads; auto: aggressive for async, else "
+     "conservative"},
+    {"straggler", 0, STRATA_OPT_STRING, EOPT(straggler), NULL, "delay=MS", 0, 0, NULL,
+     "worker i sleeps MS at clocks i, i+P, ... (a clock is a pass in scheduled mode)"},
+    {"disrupt", 0, STRATA_OPT_STRING, EOPT(disrupt), NULL, "prob=P,slot=MS", 0, 0, NULL,
+     "each worker gets a CPU-burning thread for a random fraction P of MS-long slots"},
     {"strata", 'B', STRATA_OPT_INT, EOPT(eng.strata), "0", "B", 0, 4096, NULL,
      "strata per pass (blocking B x B); 0 = one per worker"},
     {"depth", 0, STRATA_OPT_INT, EOPT(eng.depth), "8", "C", 1, 1024, NULL,
@@ -84,6 +101,106 @@ void strata_driver_summary(const strata_run_result *r, const strata_engine_opts 
 
 static int exit_code(int rc) { return rc == 0 ? 0 : rc == STRATA_EUSAGE ? 2 : 1; }
 
+static int bad_value(const char *flag, const char *v, const char *want) {
+  return strata_err_set(STRATA_EUSAGE, "--%s: expected %s, got '%s'", flag, want, v);
+}
+
+static int parse_long(const char *flag, const char *v, long lo, long hi, long *out) {
+  char *end;
+  errno = 0;
+  long x = strtol(v, &end, 10);
+  if (!*v || *end || errno || x < lo || x > hi) {
+    char want[96];
+    snprintf(want, sizeof want, "a whole number in [%ld, %ld]", lo, hi);
+    return bad_value(flag, v, want);
+  }
+  *out = x;
+  return 0;
+}
+
+static int parse_real(const char *flag, const char *v, double *out) {
+  char *end;
+  errno = 0;
+  double x = strtod(v, &end);
+  if (!*v || *end || errno || !isfinite(x)) return bad_value(flag, v, "a number");
+  *out = x;
+  return 0;
+}
+
+/* key=value[,key=value]: finds key's value in spec (copied into buf). */
+static const char *kv(const char *spec, const char *key, char *buf, size_t cap) {
+  size_t kl = strlen(key);
+  for (const char *p = spec; p && *p;) {
+    const char *e = strchr(p, ',');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    if (n > kl && !strncmp(p, key, kl) && p[kl] == '=' && n - kl - 1 < cap) {
+      memcpy(buf, p + kl + 1, n - kl - 1);
+      buf[n - kl - 1] = 0;
+      return buf;
+    }
+    p = e ? e + 1 : NULL;
+  }
+  return NULL;
+}
+
+/* Keys of spec must all be among `keys` ("a|b"). */
+static int only_keys(const char *flag, const char *spec, const char *keys, const char *want) {
+  for (const char *p = spec; p && *p;) {
+    const char *eq = strchr(p, '='), *e = strchr(p, ',');
+    if (!eq || (e && eq > e)) return bad_value(flag, spec, want);
+    size_t kl = (size_t)(eq - p);
+    int ok = 0;
+    for (const char *k = keys; *k;) {
+      const char *bar = strchr(k, '|');
+      size_t n = bar ? (size_t)(bar - k) : strlen(k);
+      ok |= n == kl && !strncmp(k, p, kl);
+      k += n + (bar != NULL);
+    }
+    if (!ok) return bad_value(flag, spec, want);
+    p = e ? e + 1 : NULL;
+  }
+  return 0;
+}
+
+/* The parameter-server, straggler and disruption flags into engine terms. */
+static int engine_flags(cli_opts *co) {
+  strata_engine_opts *e = &co->eng;
+  long v = 0;
+  int rc = 0;
+  e->staleness = -1;
+  if (co->staleness && (rc = parse_long("staleness", co->staleness, -1000000, 1000000, &v))) return rc;
+  if (co->staleness) e->staleness = (int)v;
+  if (co->wpc && (rc = parse_real("wpc", co->wpc, &e->wpc))) return rc;
+  int pf = strcmp(co->prefetch, "auto") != 0;
+  e->prefetch = !strcmp(co->prefetch, "none")           ? STRATA_PREFETCH_NONE
+                : !strcmp(co->prefetch, "aggressive")   ? STRATA_PREFETCH_AGGRESSIVE
+                                                         : STRATA_PREFETCH_CONSERVATIVE;
+  if ((rc = strata_engine_resolve(e, co->staleness != NULL, co->wpc != NULL, pf))) return rc;
+  char buf[64];
+  if (co->straggler) {
+    const char *d = strchr(co->straggler, '=') ? kv(co->straggler, "delay", buf, sizeof buf)
+                                               : co->straggler;
+    if ((rc = only_keys("straggler", strchr(co->straggler, '=') ? co->straggler : "delay=0",
+                        "delay", "delay=MS")))
+      return rc;
+    if (!d) return bad_value("straggler", co->straggler, "delay=MS");
+    if ((rc = parse_long("straggler", d, 0, 3600000, &v))) return rc;
+    e->straggler_ms = (int)v;
+  }
+  if (co->disrupt) {
+    const char *want = "prob=P,slot=MS with 0 < P <= 1 and MS >= 1";
+    if ((rc = only_keys("disrupt", co->disrupt, "prob|slot", want))) return rc;
+    const char *p = kv(co->disrupt, "prob", buf, sizeof buf);
+    if (!p || parse_real("disrupt", p, &e->disrupt_prob) || !(e->disrupt_prob > 0) ||
+        e->disrupt_prob > 1)
+      return bad_value("disrupt", co->disrupt, want);
+    const char *sl = kv(co->disrupt, "slot", buf, sizeof buf);
+    if (!sl || parse_long("disrupt", sl, 1, 3600000, &v)) return bad_value("disrupt", co->disrupt, want);
+    e->disrupt_slot_ms = (int)v;
+  }
+  return 0;
+}
+
 int strata_driver_main(const strata_app *app, const strata_driver *d, int argc, char **argv,
                        int full_argc, char **full_argv) {
   t_start = strata_now();
@@ -126,6 +243,7 @@ int strata_driver_main(const strata_app *app, const strata_driver *d, int argc, 
   }
   co.eng.seed = co.seed;
   co.eng.progress = !co.quiet;
+  if ((rc = engine_flags(&co))) goto out;
   int serial = strcmp(co.eng.mode, "serial") == 0;
   int P = serial ? 1 : t.size - 1;
   if (serial && t.size != 1) {
@@ -135,9 +253,9 @@ int strata_driver_main(const strata_app *app, const strata_driver *d, int argc, 
   }
   if (!serial && t.size < 2) {
     rc = strata_err_set(STRATA_EUSAGE,
-                        "scheduled mode needs a coordinator and at least one worker: "
+                        "--mode %s needs a coordinator and at least one worker: "
                         "run 'mpirun -np P+1 %s ...' (P >= 1), or use --mode serial",
-                        d->prog);
+                        co.eng.mode, d->prog);
     goto out;
   }
   strata_setup setup = {.workers = P,
@@ -156,6 +274,15 @@ int strata_driver_main(const strata_app *app, const strata_driver *d, int argc, 
             STRATA_BUILD_FLAGS, STRATA_COMPILER);
     fprintf(stderr, "  %s, %d worker%s, %d strata\n", co.eng.mode, P, P == 1 ? "" : "s",
             setup.strata);
+    if (strata_engine_is_ps(co.eng.mode)) {
+      static const char *const pf[] = {"none", "conservative", "aggressive"};
+      if (strcmp(co.eng.mode, "async"))
+        fprintf(stderr, "  staleness %d, ", co.eng.staleness);
+      else
+        fprintf(stderr, "  no staleness bound, ");
+      fprintf(stderr, "work per clock %g pass%s, prefetch %s\n", co.eng.wpc,
+              co.eng.wpc == 1 ? "" : "es", pf[co.eng.prefetch]);
+    }
     strata_options_echo(stderr, "  ", groups, 2);
   }
   rc = strata_engine_run(app, cfg, &co.eng, serial ? NULL : &t, &result);

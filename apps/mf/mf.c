@@ -558,6 +558,7 @@ done:
 
 const strata_app strata_app_mf = {
     .name = "mf",
+    .flags = STRATA_APP_ADDITIVE,
     .summary = "matrix factorisation by DSGD (squared loss, L2, biases, SGD or AdaGrad)",
     .examples =
         "  mpirun -np 3 strata mf --data ../shared/data/movielens-100k/ua.base \\\n"

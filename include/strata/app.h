@@ -64,7 +64,7 @@ typedef struct strata_setup {
   int passes;
   uint64_t seed;
   int worker;      /* this worker's index 0..P-1; -1 on the coordinator */
-  const char *mode;       /* "scheduled" or "serial" */
+  const char *mode;       /* "scheduled", "serial", or a parameter-server mode */
   const char *model_out;  /* --model-out directory or NULL */
 } strata_setup;
 
@@ -80,8 +80,15 @@ typedef struct strata_task_view {
   uint32_t row_lo, row_hi;
 } strata_task_view;
 
+/* strata_app.flags */
+/* Rotating rows are float vectors that merge by adding deltas, so the app
+ * can run against parameter-server tables (--mode bsp|absp|ssp|essp|async):
+ * every rotating block then needs the same row_bytes, a multiple of 4. */
+#define STRATA_APP_ADDITIVE 1u
+
 typedef struct strata_app {
   const char *name;     /* subcommand, e.g. "mf" */
+  unsigned flags;       /* STRATA_APP_* */
   const char *summary;  /* one line for `strata --help` */
   const char *examples; /* shown at the end of `strata NAME --help` */
 

@@ -12,10 +12,12 @@
 #include <stdint.h>
 
 #include "strata/app.h"
+#include "strata/table.h"
 #include "strata/transport.h"
 
 typedef struct strata_engine_opts {
-  const char *mode;        /* "scheduled" (default) or "serial" */
+  const char *mode;        /* "scheduled" (default), "serial", or a parameter-server mode:
+                              "bsp", "absp", "ssp", "essp", "async" */
   int strata;              /* B; 0 = number of workers */
   int depth;               /* pipeline chunks per rotating block, >= 1 */
   int passes;              /* >= 1 */
@@ -23,7 +25,27 @@ typedef struct strata_engine_opts {
   const char *metrics_out; /* JSON summary path or NULL */
   const char *model_out;   /* model directory or NULL */
   int progress;            /* log one line per pass at INFO */
+  /* Parameter-server modes (zero/NULL elsewhere; strata_engine_resolve
+   * fills the mode's defaults). */
+  int staleness;           /* s: bsp/absp 0; ssp/essp >= 0; unused by async */
+  double wpc;              /* work per clock in passes: < 1 divides a pass into
+                              round(1/wpc) clocks, >= 1 (whole) spans passes */
+  strata_prefetch prefetch;
+  /* Stragglers and disruption, every mode. */
+  int straggler_ms;        /* worker i sleeps this long at clocks i, i + P, ...
+                              (scheduled mode: at passes i, i + P, ...) */
+  double disrupt_prob;     /* each time slot, with this probability ... */
+  int disrupt_slot_ms;     /* ... a thread competes for the CPU for the slot */
 } strata_engine_opts;
+
+/* Whether mode names a parameter-server back-end. */
+STRATA_EXPORT int strata_engine_is_ps(const char *mode);
+
+/* Checks the mode's settings and fills its defaults: staleness < 0 and
+ * wpc <= 0 mean "not given". bsp takes neither, absp only --wpc, async no
+ * staleness, scheduled and serial none of them. STRATA_EUSAGE + message. */
+STRATA_EXPORT int strata_engine_resolve(strata_engine_opts *o, int staleness_given,
+                                        int wpc_given, int prefetch_given);
 
 typedef struct strata_worker_stats {
   double time_s;    /* pass wall time on that worker (processing + waits) */
@@ -31,8 +53,16 @@ typedef struct strata_worker_stats {
   double wait_s;    /* blocked on incoming chunks or outgoing buffers */
   double eval_s;    /* model exchange and evaluation, outside time_s */
   double cpu_s;     /* process CPU time over the pass */
-  uint64_t bytes_sent, bytes_recv; /* block traffic, evaluation excluded */
+  uint64_t bytes_sent, bytes_recv; /* block or table traffic, evaluation excluded */
   uint64_t eval_bytes;
+  double delay_s;   /* injected straggler sleeps */
+  /* Parameter-server modes: clocks ended and row reads, with the clock
+   * differential (data age - reader clock) of each read. */
+  int32_t clocks;
+  int32_t diff_min;
+  int64_t diff_sum;
+  uint64_t reads;
+  uint64_t hist[STRATA_TABLE_HIST];
 } strata_worker_stats;
 
 typedef struct strata_pass_stats {
@@ -49,6 +79,7 @@ typedef struct strata_run_result {
   const strata_app *app;
   const void *cfg;
   const char *mode;
+  const strata_engine_opts *opts; /* as the run used them (defaults resolved) */
   int workers, strata, depth, passes;
   uint64_t n_examples;
   double load_s;          /* app load + schedule on the coordinator */

@@ -1,0 +1,102 @@
+/*
+ * Parameter-server internals (not installed): the wire format and the pieces
+ * of a server shard and a client that need no MPI, so that unit tests can
+ * drive them directly: vector clocks, the per-clock oplog that coalesces
+ * writes, and the queue of reads waiting for a shard's clock.
+ */
+#ifndef STRATA_COMM_PS_H
+#define STRATA_COMM_PS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strata/error.h"
+
+/* Message types. To a server shard (tag conf.tag): UPDATE, READ, BYE.
+ * To a client (tag conf.tag + 1): ROWS, FIN. Messages between two ranks on
+ * one tag arrive in order, which the protocol relies on. */
+enum { PS_UPDATE = 1, PS_READ = 2, PS_BYE = 3, PS_ROWS = 4, PS_FIN = 5 };
+
+/* ROWS flag: an ESSP push. Besides the rows it carries, every row of the
+ * shard the client has subscribed to is current as of `clock`. */
+#define PS_PUSH 1u
+
+typedef struct ps_hdr {
+  uint32_t type;
+  int32_t from;   /* sender's worker index */
+  int32_t clock;  /* UPDATE: stamp; READ: minimum data age wanted; ROWS: data age */
+  int32_t own;    /* ROWS: updates of the receiver stamped < own are included */
+  uint32_t nrows;
+  uint32_t flags;
+} ps_hdr;
+/* Followed by uint32_t rows[nrows] (ascending for UPDATE and ROWS) and, for
+ * UPDATE and ROWS, float values[nrows * row_len]. */
+
+/* Bytes of a message with n rows of row_len floats (values when with_vals). */
+size_t ps_msg_size(uint32_t n, uint32_t row_len, int with_vals);
+/* Checks a received message's length against its header; STRATA_ECOMM. */
+int ps_msg_check(const void *buf, size_t len, uint32_t row_len, int src);
+static inline uint32_t *ps_msg_rows(void *buf) { return (uint32_t *)((ps_hdr *)buf + 1); }
+static inline float *ps_msg_vals(void *buf) {
+  return (float *)(ps_msg_rows(buf) + ((ps_hdr *)buf)->nrows);
+}
+
+/* ---- vector clock of a server shard ---- */
+typedef struct ps_vclock {
+  int n;
+  int32_t *c;  /* c[w]: client w's updates stamped < c[w] have been applied */
+  int32_t min; /* min over c: the shard's clock, the data age it serves */
+} ps_vclock;
+
+int ps_vclock_init(ps_vclock *v, int n);
+void ps_vclock_free(ps_vclock *v);
+/* Records client w's batch stamped `stamp`, which must be c[w] (clients send
+ * one batch per clock, in order): STRATA_ECOMM otherwise. *advanced = 1
+ * when the minimum moved. */
+int ps_vclock_tick(ps_vclock *v, int w, int32_t stamp, int *advanced);
+
+/* ---- oplog: one clock's writes, coalesced per row ---- */
+typedef struct ps_oplog {
+  uint32_t n_rows, row_len;
+  float *delta;     /* n_rows * row_len; zero outside touched rows */
+  uint8_t *touched; /* n_rows */
+  uint32_t *list;   /* touched rows, in first-touch order */
+  uint32_t n;
+} ps_oplog;
+
+int ps_oplog_init(ps_oplog *o, uint32_t n_rows, uint32_t row_len);
+void ps_oplog_free(ps_oplog *o);
+/* Adds delta to row's pending sum. */
+void ps_oplog_add(ps_oplog *o, uint32_t row, const float *delta);
+/* Pending sum of a row, or NULL when untouched this clock. */
+const float *ps_oplog_row(const ps_oplog *o, uint32_t row);
+/* Builds the UPDATE message for the touched rows r with r % P == shard
+ * (ascending), stamped `stamp` from worker `from`. *out is strata_malloc'd.
+ * STRATA_ENOMEM. */
+int ps_oplog_pack(const ps_oplog *o, int shard, int P, int from, int32_t stamp, void **out,
+                  size_t *len);
+/* Forgets every pending write (cost proportional to the touched rows). */
+void ps_oplog_clear(ps_oplog *o);
+
+/* ---- reads waiting for the shard's clock ---- */
+typedef struct ps_read {
+  int client;
+  int32_t min_age;
+  uint32_t n;
+  uint32_t *rows; /* owned */
+} ps_read;
+
+typedef struct ps_pending {
+  ps_read *v;
+  int n, cap;
+} ps_pending;
+
+/* Queues a read (rows copied). STRATA_ENOMEM. */
+int ps_pending_add(ps_pending *q, int client, int32_t min_age, const uint32_t *rows, uint32_t n);
+/* Removes the first queued read with min_age <= clock into *out (the caller
+ * frees out->rows); returns 1, or 0 when none is ready. Reads come out in
+ * arrival order among the ready ones. */
+int ps_pending_take(ps_pending *q, int32_t clock, ps_read *out);
+void ps_pending_free(ps_pending *q);
+
+#endif

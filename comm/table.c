@@ -1,0 +1,677 @@
+/*
+ * Parameter-server tables (strata/table.h): on every worker, a client (the
+ * process cache, the oplog, the batches sent but not yet acknowledged) and
+ * the server shard of the rows g with g mod P == me. Both sides run on the
+ * worker's one thread; messages go through the transport, to this rank too,
+ * so that one worker behaves exactly like many.
+ *
+ * Read-my-writes: the cache holds the shard's value plus this worker's own
+ * deltas the shard has not applied yet. A shard tells each client, in every
+ * message, up to which stamp its batches are in (`own`); the client keeps
+ * each sent batch until a shard has confirmed it, and re-adds the kept ones
+ * and the current oplog to every row it receives.
+ */
+#include <ev.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/ps.h"
+#include "strata/core.h"
+#include "strata/table.h"
+
+#define WAIT_MIN 20e-6
+#define WAIT_MAX 1e-3
+
+typedef struct kept {
+  int32_t stamp;
+  void *msg; /* the UPDATE as sent */
+} kept;
+
+typedef struct keptq {
+  kept *v;
+  int n, cap;
+} keptq;
+
+typedef struct outmsg {
+  strata_req req;
+  void *buf;
+} outmsg;
+
+struct strata_table {
+  strata_transport *t;
+  strata_table_conf c;
+  int P, me;
+  uint32_t L;
+  int err;
+  /* client */
+  float *cache;
+  int32_t *age;     /* data age of the cached copy */
+  int32_t *req_age; /* min age of the outstanding request, -1 none */
+  uint8_t *sub;     /* ESSP: the shard pushes this row to us */
+  ps_oplog log;
+  int32_t clock;
+  keptq *kept;      /* per shard */
+  uint8_t *acc;     /* rows read during this clock */
+  uint32_t *acc_list, n_acc;
+  int fins;
+  /* server */
+  uint32_t n_local; /* rows g = me + P * l */
+  float *vals;
+  ps_vclock vc;
+  ps_pending pend;
+  uint8_t *subs;    /* n_local * P */
+  uint8_t *dirty;
+  uint32_t *dirty_list, n_dirty;
+  int byes;
+  /* outgoing */
+  outmsg *out;
+  int n_out, cap_out;
+  strata_req *reqs_scratch;
+  strata_table_stats st;
+  struct ev_loop *loop;
+};
+
+static int rank_of(const strata_table *tb, int w) { return tb->c.rank_base + w; }
+
+static int fail(strata_table *tb, int rc) {
+  if (!tb->err) tb->err = rc;
+  return rc;
+}
+
+/* ---- sending ---- */
+
+/* Takes ownership of buf. */
+static int post(strata_table *tb, int to, int tag, void *buf, size_t len) {
+  if (tb->n_out == tb->cap_out) {
+    int cap = tb->cap_out ? 2 * tb->cap_out : 16;
+    outmsg *o = strata_realloc(tb->out, (size_t)cap * sizeof *o);
+    strata_req *r = strata_realloc(tb->reqs_scratch, (size_t)cap * sizeof *r);
+    if (o) tb->out = o;
+    if (r) tb->reqs_scratch = r;
+    if (!o || !r) {
+      strata_free(buf);
+      return fail(tb, strata_err_set(STRATA_ENOMEM, "table: out of memory for outgoing messages"));
+    }
+    tb->cap_out = cap;
+  }
+  outmsg *m = &tb->out[tb->n_out];
+  memset(m, 0, sizeof *m);
+  int rc = tb->t->isend(tb->t->impl, buf, len, rank_of(tb, to), tag, &m->req);
+  if (rc) {
+    strata_free(buf);
+    return fail(tb, rc);
+  }
+  m->buf = buf;
+  tb->n_out++;
+  tb->st.bytes_sent += len;
+  return 0;
+}
+
+static int progress_out(strata_table *tb) {
+  if (!tb->n_out) return 0;
+  for (int i = 0; i < tb->n_out; i++) tb->reqs_scratch[i] = tb->out[i].req;
+  int all = 0;
+  int rc = tb->t->test_all(tb->t->impl, tb->reqs_scratch, tb->n_out, &all);
+  if (rc) return fail(tb, rc);
+  int k = 0;
+  for (int i = 0; i < tb->n_out; i++) {
+    if (tb->reqs_scratch[i].h == 0) {
+      strata_free(tb->out[i].buf);
+    } else {
+      tb->out[k] = tb->out[i];
+      tb->out[k].req = tb->reqs_scratch[i];
+      k++;
+    }
+  }
+  tb->n_out = k;
+  return 0;
+}
+
+/* ---- server shard ---- */
+
+static uint32_t local_of(const strata_table *tb, uint32_t g) { return g / (uint32_t)tb->P; }
+
+/* Sends rows (ascending, all of this shard) to client w. */
+static int send_rows(strata_table *tb, int w, const uint32_t *rows, uint32_t n, uint32_t flags) {
+  size_t sz = ps_msg_size(n, tb->L, 1);
+  void *m = strata_malloc(sz);
+  if (!m) return fail(tb, strata_err_set(STRATA_ENOMEM, "table: out of memory for a reply"));
+  ps_hdr *h = m;
+  *h = (ps_hdr){.type = PS_ROWS, .from = tb->me, .clock = tb->vc.min, .own = tb->vc.c[w],
+                .nrows = n, .flags = flags};
+  uint32_t *r = ps_msg_rows(m);
+  float *v = ps_msg_vals(m);
+  for (uint32_t i = 0; i < n; i++) {
+    r[i] = rows[i];
+    memcpy(v + (size_t)i * tb->L, tb->vals + (size_t)local_of(tb, rows[i]) * tb->L,
+           tb->L * sizeof(float));
+  }
+  return post(tb, w, tb->c.tag + 1, m, sz);
+}
+
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* ESSP: after the shard's clock moved, every subscribed client gets the rows
+ * changed since the last push it has subscribed to, and learns that its
+ * other subscribed rows are current as of the new clock. */
+static int push(strata_table *tb) {
+  qsort(tb->dirty_list, tb->n_dirty, sizeof *tb->dirty_list, cmp_u32);
+  uint32_t *rows = strata_malloc((tb->n_dirty ? tb->n_dirty : 1) * sizeof *rows);
+  if (!rows) return fail(tb, strata_err_set(STRATA_ENOMEM, "table: out of memory for a push"));
+  int rc = 0;
+  for (int w = 0; w < tb->P && !rc; w++) {
+    int any = 0;
+    for (uint32_t l = 0; l < tb->n_local && !any; l++) any = tb->subs[(size_t)l * tb->P + w];
+    if (!any) continue;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < tb->n_dirty; i++)
+      if (tb->subs[(size_t)local_of(tb, tb->dirty_list[i]) * tb->P + w]) rows[n++] = tb->dirty_list[i];
+    rc = send_rows(tb, w, rows, n, PS_PUSH);
+    tb->st.pushes += n;
+  }
+  for (uint32_t i = 0; i < tb->n_dirty; i++) tb->dirty[local_of(tb, tb->dirty_list[i])] = 0;
+  tb->n_dirty = 0;
+  strata_free(rows);
+  return rc;
+}
+
+static int answer_ready(strata_table *tb) {
+  ps_read rd;
+  int rc = 0;
+  while (!rc && ps_pending_take(&tb->pend, tb->vc.min, &rd)) {
+    rc = send_rows(tb, rd.client, rd.rows, rd.n, 0);
+    strata_free(rd.rows);
+  }
+  return rc;
+}
+
+static int bad_row(strata_table *tb, uint32_t g, int src) {
+  return fail(tb, strata_err_set(STRATA_ECOMM, "table: rank %d sent row %u, not on shard %d of %u rows",
+                                 src, g, tb->me, tb->c.n_rows));
+}
+
+static int on_server_msg(strata_table *tb, void *m, int src) {
+  ps_hdr *h = m;
+  uint32_t *rows = ps_msg_rows(m);
+  int w = h->from, rc = 0;
+  if (w < 0 || w >= tb->P)
+    return fail(tb, strata_err_set(STRATA_ECOMM, "table: message from unknown worker %d", w));
+  for (uint32_t i = 0; i < h->nrows; i++)
+    if (rows[i] >= tb->c.n_rows || (int)(rows[i] % (uint32_t)tb->P) != tb->me)
+      return bad_row(tb, rows[i], src);
+  switch (h->type) {
+    case PS_UPDATE: {
+      const float *v = ps_msg_vals(m);
+      for (uint32_t i = 0; i < h->nrows; i++) {
+        uint32_t l = local_of(tb, rows[i]);
+        float *dst = tb->vals + (size_t)l * tb->L;
+        const float *d = v + (size_t)i * tb->L;
+        for (uint32_t j = 0; j < tb->L; j++) dst[j] += d[j];
+        if (tb->c.cons == STRATA_CONS_ESSP && !tb->dirty[l]) {
+          tb->dirty[l] = 1;
+          tb->dirty_list[tb->n_dirty++] = rows[i];
+        }
+      }
+      int advanced;
+      if ((rc = ps_vclock_tick(&tb->vc, w, h->clock, &advanced))) return fail(tb, rc);
+      /* The acknowledgement lets the client drop its copy of the batch. */
+      if ((rc = send_rows(tb, w, NULL, 0, 0))) return rc;
+      if (advanced) {
+        if (tb->c.cons == STRATA_CONS_ESSP && (rc = push(tb))) return rc;
+        if ((rc = answer_ready(tb))) return rc;
+      }
+      return 0;
+    }
+    case PS_READ:
+      if (tb->c.cons == STRATA_CONS_ESSP)
+        for (uint32_t i = 0; i < h->nrows; i++) tb->subs[(size_t)local_of(tb, rows[i]) * tb->P + w] = 1;
+      if (tb->vc.min >= h->clock) {
+        qsort(rows, h->nrows, sizeof *rows, cmp_u32);
+        return send_rows(tb, w, rows, h->nrows, 0);
+      }
+      qsort(rows, h->nrows, sizeof *rows, cmp_u32);
+      if ((rc = ps_pending_add(&tb->pend, w, h->clock, rows, h->nrows))) return fail(tb, rc);
+      return 0;
+    case PS_BYE:
+      if (++tb->byes == tb->P)
+        /* Every client has left: nothing more comes from this shard. */
+        for (int c = 0; c < tb->P && !rc; c++) {
+          ps_hdr *f = strata_malloc(sizeof *f);
+          if (!f) return fail(tb, strata_err_set(STRATA_ENOMEM, "table: out of memory"));
+          *f = (ps_hdr){.type = PS_FIN, .from = tb->me};
+          rc = post(tb, c, tb->c.tag + 1, f, sizeof *f);
+        }
+      return rc;
+    default:
+      return fail(tb, strata_err_set(STRATA_ECOMM, "table: unexpected message type %u from rank %d",
+                                     h->type, src));
+  }
+}
+
+/* ---- client ---- */
+
+static const float *kept_row(const kept *k, uint32_t g, uint32_t L) {
+  ps_hdr *h = k->msg;
+  const uint32_t *rows = ps_msg_rows(k->msg);
+  uint32_t lo = 0, hi = h->nrows;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (rows[mid] < g) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo < h->nrows && rows[lo] == g) return ps_msg_vals(k->msg) + (size_t)lo * L;
+  return NULL;
+}
+
+static void drop_confirmed(keptq *q, int32_t own) {
+  int k = 0;
+  for (int i = 0; i < q->n; i++) {
+    if (q->v[i].stamp < own) strata_free(q->v[i].msg);
+    else q->v[k++] = q->v[i];
+  }
+  q->n = k;
+}
+
+static void set_row(strata_table *tb, uint32_t g, const float *val, int32_t age, const keptq *q) {
+  float *dst = tb->cache + (size_t)g * tb->L;
+  memcpy(dst, val, tb->L * sizeof(float));
+  for (int i = 0; i < q->n; i++) {
+    const float *d = kept_row(&q->v[i], g, tb->L);
+    if (d)
+      for (uint32_t j = 0; j < tb->L; j++) dst[j] += d[j];
+  }
+  const float *d = ps_oplog_row(&tb->log, g);
+  if (d)
+    for (uint32_t j = 0; j < tb->L; j++) dst[j] += d[j];
+  if (age > tb->age[g]) tb->age[g] = age;
+}
+
+static int on_client_msg(strata_table *tb, void *m, int src) {
+  ps_hdr *h = m;
+  int X = h->from;
+  if (X < 0 || X >= tb->P)
+    return fail(tb, strata_err_set(STRATA_ECOMM, "table: message from unknown shard %d", X));
+  if (h->type == PS_FIN) {
+    tb->fins++;
+    return 0;
+  }
+  if (h->type != PS_ROWS)
+    return fail(tb, strata_err_set(STRATA_ECOMM, "table: unexpected message type %u from rank %d",
+                                   h->type, src));
+  keptq *q = &tb->kept[X];
+  drop_confirmed(q, h->own);
+  const uint32_t *rows = ps_msg_rows(m);
+  const float *vals = ps_msg_vals(m);
+  for (uint32_t i = 0; i < h->nrows; i++) {
+    uint32_t g = rows[i];
+    if (g >= tb->c.n_rows || (int)(g % (uint32_t)tb->P) != X) return bad_row(tb, g, src);
+    set_row(tb, g, vals + (size_t)i * tb->L, h->clock, q);
+    if (tb->req_age[g] >= 0 && tb->req_age[g] <= h->clock) tb->req_age[g] = -1;
+    if (!(h->flags & PS_PUSH) && tb->c.cons == STRATA_CONS_ESSP) tb->sub[g] = 1;
+  }
+  if (h->flags & PS_PUSH) {
+    /* Unchanged subscribed rows are current as of the new clock too. */
+    for (uint32_t g = (uint32_t)X; g < tb->c.n_rows; g += (uint32_t)tb->P)
+      if (tb->sub[g] && tb->age[g] < h->clock) {
+        tb->age[g] = h->clock;
+        if (tb->req_age[g] >= 0 && tb->req_age[g] <= h->clock) tb->req_age[g] = -1;
+      }
+  } else {
+    tb->st.replies += h->nrows;
+  }
+  return 0;
+}
+
+/* Takes in everything that has arrived; *progressed when anything did. */
+static int serve(strata_table *tb, int *progressed) {
+  if (tb->err) return tb->err;
+  int rc = progress_out(tb), got = 0;
+  *progressed = 0;
+  for (int side = 0; side < 2 && !rc; side++) {
+    for (;;) {
+      int src;
+      void *buf;
+      size_t len;
+      rc = tb->t->poll(tb->t->impl, tb->c.tag + side, &got, &src, &buf, &len);
+      if (rc) return fail(tb, rc);
+      if (!got) break;
+      *progressed = 1;
+      tb->st.bytes_recv += len;
+      rc = ps_msg_check(buf, len, tb->L, src);
+      if (!rc) rc = side == 0 ? on_server_msg(tb, buf, src) : on_client_msg(tb, buf, src);
+      strata_free(buf);
+      if (rc) return fail(tb, rc);
+    }
+  }
+  return rc;
+}
+
+int strata_table_serve(strata_table *tb) {
+  int progressed;
+  return serve(tb, &progressed);
+}
+
+/* ---- waiting without spinning ---- */
+
+typedef struct waiter {
+  strata_table *tb;
+  int (*ready)(strata_table *, void *);
+  void *ctx;
+  double interval;
+  int rc;
+  ev_timer timer;
+} waiter;
+
+static void on_wait_timer(struct ev_loop *loop, ev_timer *w, int revents) {
+  (void)revents;
+  waiter *wt = w->data;
+  int progressed = 0;
+  wt->rc = serve(wt->tb, &progressed);
+  if (wt->rc || wt->ready(wt->tb, wt->ctx)) {
+    ev_break(loop, EVBREAK_ONE);
+    return;
+  }
+  wt->interval = progressed ? WAIT_MIN : (wt->interval * 2 < WAIT_MAX ? wt->interval * 2 : WAIT_MAX);
+  w->repeat = wt->interval;
+  ev_timer_again(loop, w);
+}
+
+static int wait_until(strata_table *tb, int (*ready)(strata_table *, void *), void *ctx) {
+  int progressed;
+  int rc = serve(tb, &progressed);
+  if (rc || ready(tb, ctx)) return rc;
+  double t0 = strata_now();
+  waiter wt = {.tb = tb, .ready = ready, .ctx = ctx, .interval = WAIT_MIN};
+  ev_timer_init(&wt.timer, on_wait_timer, WAIT_MIN, WAIT_MIN);
+  wt.timer.data = &wt;
+  ev_timer_start(tb->loop, &wt.timer);
+  ev_run(tb->loop, 0);
+  ev_timer_stop(tb->loop, &wt.timer);
+  tb->st.wait_s += strata_now() - t0;
+  return wt.rc;
+}
+
+/* ---- public API ---- */
+
+static int32_t need_age(const strata_table *tb, int s) {
+  if (tb->c.cons == STRATA_CONS_ASYNC && s < 0) return INT32_MIN;
+  if (s < 0) s = tb->c.staleness;
+  return tb->clock - s;
+}
+
+/* Sends one READ per shard for the rows in [lo, hi) older than `need`
+ * without an outstanding request that would bring them fresh enough. With
+ * `force`, also rows not from the newest clock (aggressive refresh). */
+static int request(strata_table *tb, const uint32_t *list, uint32_t lo, uint32_t hi, int32_t need,
+                   int force) {
+  int32_t min_age = need < 0 ? 0 : need;
+  uint32_t n = hi - lo;
+  uint32_t *rows = strata_malloc((n ? n : 1) * sizeof *rows);
+  if (!rows) return fail(tb, strata_err_set(STRATA_ENOMEM, "table: out of memory for a request"));
+  int rc = 0;
+  for (int X = 0; X < tb->P && !rc; X++) {
+    uint32_t k = 0;
+    for (uint32_t i = lo; i < hi; i++) {
+      uint32_t g = list ? list[i] : i;
+      if ((int)(g % (uint32_t)tb->P) != X) continue;
+      int stale = tb->age[g] < need || (force && tb->age[g] < tb->clock);
+      if (!stale) continue;
+      if (tb->req_age[g] >= min_age) continue; /* on its way */
+      if (force && tb->req_age[g] >= 0) continue;
+      rows[k++] = g;
+      tb->req_age[g] = min_age;
+    }
+    if (!k) continue;
+    size_t sz = ps_msg_size(k, tb->L, 0);
+    void *m = strata_malloc(sz);
+    if (!m) {
+      rc = fail(tb, strata_err_set(STRATA_ENOMEM, "table: out of memory for a request"));
+      break;
+    }
+    *(ps_hdr *)m = (ps_hdr){.type = PS_READ, .from = tb->me, .clock = min_age, .nrows = k};
+    memcpy(ps_msg_rows(m), rows, k * sizeof *rows);
+    tb->st.requests += k;
+    rc = post(tb, X, tb->c.tag, m, sz);
+  }
+  strata_free(rows);
+  return rc;
+}
+
+typedef struct range_ctx {
+  uint32_t lo, hi;
+  int32_t need;
+} range_ctx;
+
+static int range_fresh(strata_table *tb, void *ctx) {
+  range_ctx *r = ctx;
+  for (uint32_t g = r->lo; g < r->hi; g++)
+    if (tb->age[g] < r->need) {
+      r->lo = g; /* everything before stays fresh: ages only grow */
+      return 0;
+    }
+  return 1;
+}
+
+static int check_range(const strata_table *tb, uint32_t lo, uint32_t hi) {
+  if (lo > hi || hi > tb->c.n_rows)
+    return strata_err_set(STRATA_ERANGE, "table: rows [%u, %u) out of range (table has %u rows)", lo,
+                          hi, tb->c.n_rows);
+  return 0;
+}
+
+int strata_table_get_rows(strata_table *tb, uint32_t lo, uint32_t hi, int s, float *out) {
+  int rc = check_range(tb, lo, hi);
+  if (rc) return rc;
+  if (tb->err) return tb->err;
+  int32_t need = need_age(tb, s);
+  if (need > 0) {
+    if ((rc = request(tb, NULL, lo, hi, need, 0))) return rc;
+    range_ctx ctx = {lo, hi, need};
+    if ((rc = wait_until(tb, range_fresh, &ctx))) return rc;
+  } else if ((rc = strata_table_serve(tb))) {
+    return rc;
+  }
+  memcpy(out, tb->cache + (size_t)lo * tb->L, (size_t)(hi - lo) * tb->L * sizeof(float));
+  for (uint32_t g = lo; g < hi; g++) {
+    int64_t d = (int64_t)tb->age[g] - tb->clock;
+    if (d > 0) d = 0;
+    uint64_t b = (uint64_t)(-d) < STRATA_TABLE_HIST - 1 ? (uint64_t)(-d) : STRATA_TABLE_HIST - 1;
+    tb->st.hist[b]++;
+    tb->st.diff_sum += d;
+    if (d < tb->st.diff_min) tb->st.diff_min = (int32_t)d;
+    if (!tb->acc[g]) {
+      tb->acc[g] = 1;
+      tb->acc_list[tb->n_acc++] = g;
+    }
+  }
+  tb->st.reads += hi - lo;
+  return 0;
+}
+
+int strata_table_get(strata_table *tb, uint32_t row, int s, float *out) {
+  if (row >= tb->c.n_rows)
+    return strata_err_set(STRATA_ERANGE, "table: row %u out of range (table has %u rows)", row,
+                          tb->c.n_rows);
+  return strata_table_get_rows(tb, row, row + 1, s, out);
+}
+
+int strata_table_inc(strata_table *tb, uint32_t row, const float *delta) {
+  if (row >= tb->c.n_rows)
+    return strata_err_set(STRATA_ERANGE, "table: row %u out of range (table has %u rows)", row,
+                          tb->c.n_rows);
+  float *c = tb->cache + (size_t)row * tb->L;
+  for (uint32_t j = 0; j < tb->L; j++) c[j] += delta[j];
+  ps_oplog_add(&tb->log, row, delta);
+  return 0;
+}
+
+int strata_table_refresh(strata_table *tb, uint32_t row, int s) {
+  if (row >= tb->c.n_rows)
+    return strata_err_set(STRATA_ERANGE, "table: row %u out of range (table has %u rows)", row,
+                          tb->c.n_rows);
+  int32_t need = need_age(tb, s);
+  return request(tb, NULL, row, row + 1, need < 0 ? 0 : need, tb->c.cons == STRATA_CONS_ASYNC);
+}
+
+int strata_table_clock(strata_table *tb) {
+  if (tb->err) return tb->err;
+  int rc = 0;
+  for (int X = 0; X < tb->P && !rc; X++) {
+    void *m;
+    size_t len;
+    if ((rc = ps_oplog_pack(&tb->log, X, tb->P, tb->me, tb->clock, &m, &len))) return fail(tb, rc);
+    if (((ps_hdr *)m)->nrows) {
+      /* Keep a copy until the shard confirms it (read-my-writes). */
+      keptq *q = &tb->kept[X];
+      void *copy = strata_malloc(len);
+      if (q->n == q->cap) {
+        int cap = q->cap ? 2 * q->cap : 4;
+        kept *v = strata_realloc(q->v, (size_t)cap * sizeof *v);
+        if (v) {
+          q->v = v;
+          q->cap = cap;
+        }
+      }
+      if (!copy || q->n == q->cap) {
+        strata_free(copy);
+        strata_free(m);
+        return fail(tb, strata_err_set(STRATA_ENOMEM, "table: out of memory keeping a batch"));
+      }
+      memcpy(copy, m, len);
+      q->v[q->n++] = (kept){.stamp = tb->clock, .msg = copy};
+    }
+    rc = post(tb, X, tb->c.tag, m, len);
+  }
+  ps_oplog_clear(&tb->log);
+  tb->clock++;
+  /* The prefetcher replays the clock that just ended (LazyTables 3.3). */
+  if (!rc && tb->c.prefetch != STRATA_PREFETCH_NONE && tb->n_acc) {
+    int32_t need = tb->c.cons == STRATA_CONS_ASYNC ? 0 : tb->clock - tb->c.staleness;
+    rc = request(tb, tb->acc_list, 0, tb->n_acc, need,
+                 tb->c.prefetch == STRATA_PREFETCH_AGGRESSIVE);
+  }
+  for (uint32_t i = 0; i < tb->n_acc; i++) tb->acc[tb->acc_list[i]] = 0;
+  tb->n_acc = 0;
+  if (!rc) rc = strata_table_serve(tb);
+  return rc;
+}
+
+int strata_table_current_clock(const strata_table *tb) { return tb->clock; }
+
+void strata_table_get_stats(const strata_table *tb, strata_table_stats *st) { *st = tb->st; }
+
+void strata_table_reset_stats(strata_table *tb) { memset(&tb->st, 0, sizeof tb->st); }
+
+void strata_table_free(strata_table *tb) {
+  if (!tb) return;
+  /* Requests still in flight are left to MPI (the job is ending). */
+  for (int i = 0; i < tb->n_out; i++)
+    if (tb->out[i].req.h == 0) strata_free(tb->out[i].buf);
+  strata_free(tb->out);
+  strata_free(tb->reqs_scratch);
+  for (int X = 0; tb->kept && X < tb->P; X++) {
+    for (int i = 0; i < tb->kept[X].n; i++) strata_free(tb->kept[X].v[i].msg);
+    strata_free(tb->kept[X].v);
+  }
+  strata_free(tb->kept);
+  strata_free(tb->cache);
+  strata_free(tb->age);
+  strata_free(tb->req_age);
+  strata_free(tb->sub);
+  strata_free(tb->acc);
+  strata_free(tb->acc_list);
+  ps_oplog_free(&tb->log);
+  strata_free(tb->vals);
+  ps_vclock_free(&tb->vc);
+  ps_pending_free(&tb->pend);
+  strata_free(tb->subs);
+  strata_free(tb->dirty);
+  strata_free(tb->dirty_list);
+  if (tb->loop) ev_loop_destroy(tb->loop);
+  strata_free(tb);
+}
+
+int strata_table_open(strata_transport *t, const strata_table_conf *conf, const float *init,
+                      strata_table **out) {
+  *out = NULL;
+  if (!conf->n_rows || !conf->row_len || conf->workers < 1 || conf->me < 0 ||
+      conf->me >= conf->workers || conf->staleness < 0 || conf->tag < 0 || !t || !t->poll)
+    return strata_err_set(STRATA_EINVAL, "table: invalid configuration (%u rows of %u, worker %d of %d, staleness %d)",
+                          conf->n_rows, conf->row_len, conf->me, conf->workers, conf->staleness);
+  strata_table *tb = strata_calloc(1, sizeof *tb);
+  if (!tb) return strata_err_set(STRATA_ENOMEM, "table: out of memory");
+  tb->t = t;
+  tb->c = *conf;
+  tb->P = conf->workers;
+  tb->me = conf->me;
+  tb->L = conf->row_len;
+  size_t n = conf->n_rows, L = conf->row_len;
+  tb->n_local = (uint32_t)(n > (size_t)tb->me ? (n - (size_t)tb->me + (size_t)tb->P - 1) / (size_t)tb->P : 0);
+  int rc = 0;
+  tb->cache = strata_malloc(n * L * sizeof(float));
+  tb->age = strata_calloc(n, sizeof *tb->age);
+  tb->req_age = strata_malloc(n * sizeof *tb->req_age);
+  tb->sub = strata_calloc(n, 1);
+  tb->acc = strata_calloc(n, 1);
+  tb->acc_list = strata_malloc(n * sizeof *tb->acc_list);
+  tb->kept = strata_calloc((size_t)tb->P, sizeof *tb->kept);
+  size_t nl = tb->n_local ? tb->n_local : 1;
+  tb->vals = strata_malloc(nl * L * sizeof(float));
+  tb->subs = strata_calloc(nl * (size_t)tb->P, 1);
+  tb->dirty = strata_calloc(nl, 1);
+  tb->dirty_list = strata_malloc(nl * sizeof *tb->dirty_list);
+  tb->loop = ev_loop_new(EVFLAG_AUTO);
+  if (!tb->cache || !tb->age || !tb->req_age || !tb->sub || !tb->acc || !tb->acc_list ||
+      !tb->kept || !tb->vals || !tb->subs || !tb->dirty || !tb->dirty_list) {
+    rc = strata_err_set(STRATA_ENOMEM, "table: out of memory for %zu rows of %zu floats", n, L);
+    goto fail;
+  }
+  if (!tb->loop) {
+    rc = strata_err_set(STRATA_ECOMM, "table: cannot create an event loop");
+    goto fail;
+  }
+  if ((rc = ps_oplog_init(&tb->log, conf->n_rows, conf->row_len))) goto fail;
+  if ((rc = ps_vclock_init(&tb->vc, tb->P))) goto fail;
+  memcpy(tb->cache, init, n * L * sizeof(float));
+  for (size_t g = 0; g < n; g++) tb->req_age[g] = -1;
+  for (uint32_t l = 0; l < tb->n_local; l++)
+    memcpy(tb->vals + (size_t)l * L, init + ((size_t)tb->me + (size_t)l * (size_t)tb->P) * L,
+           L * sizeof(float));
+  *out = tb;
+  return 0;
+fail:
+  strata_table_free(tb);
+  return rc;
+}
+
+static int all_left(strata_table *tb, void *ctx) {
+  (void)ctx;
+  if (tb->byes < tb->P || tb->fins < tb->P) return 0;
+  progress_out(tb);
+  return tb->n_out == 0;
+}
+
+int strata_table_close(strata_table *tb) {
+  if (!tb) return 0;
+  int rc = tb->err;
+  for (int X = 0; X < tb->P && !rc; X++) {
+    ps_hdr *h = strata_malloc(sizeof *h);
+    if (!h) {
+      rc = strata_err_set(STRATA_ENOMEM, "table: out of memory");
+      break;
+    }
+    *h = (ps_hdr){.type = PS_BYE, .from = tb->me};
+    rc = post(tb, X, tb->c.tag, h, sizeof *h);
+  }
+  if (!rc) rc = wait_until(tb, all_left, NULL);
+  if (rc) {
+    strata_table_free(tb);
+    return rc;
+  }
+  strata_table_free(tb);
+  return 0;
+}

@@ -1,0 +1,131 @@
+/*
+ * strata/table.h - parameter-server tables with bounded staleness.
+ *
+ * A table is n_rows dense rows of row_len floats, sharded over the workers:
+ * row g lives on the server shard of worker g mod P. Every worker is at the
+ * same time a client (a process cache of the whole table) and the server of
+ * its shard. Workers count clocks: clock() ends clock c and starts c + 1.
+ *
+ * Guarantee (SSP): a worker at clock c reading with staleness s sees every
+ * update stamped <= c - s - 1 by any worker, and all of its own updates
+ * (read-my-writes); it may also see newer ones. s = 0 is BSP; async never
+ * waits. A row's *data age* is the clock every worker had committed when its
+ * shard sent it (all updates stamped < age are in it), so a read at clock c
+ * is fresh enough when age >= c - s; its clock differential is age - c, in
+ * [-s, 0] (BSP reads always see 0; the ESSP paper plots age - c - 1).
+ *
+ * Writes: inc() adds a delta to the row in the cache at once and coalesces
+ * it per row in the clock's oplog; clock() ships the oplog, one message per
+ * shard. A shard applies a client's batch when it arrives, advances that
+ * client's entry of its vector clock, answers the reads waiting for its
+ * minimum clock and, in ESSP, pushes the rows changed since its last push to
+ * every client that has read them.
+ *
+ * Threading and progress: one thread per rank calls the table
+ * (MPI_THREAD_FUNNELED). Server work runs whenever that thread enters the
+ * table (get, inc, clock, refresh, serve); while a read waits for fresh
+ * data, a libev loop polls MPI on a timer backing off from 50 us to 2 ms, so
+ * a blocked worker never spins a core. Engines call strata_table_serve
+ * between pieces of work so that peers' requests are answered promptly.
+ */
+#ifndef STRATA_TABLE_H
+#define STRATA_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strata/error.h"
+#include "strata/transport.h"
+
+typedef enum strata_consistency {
+  STRATA_CONS_SSP = 0, /* staleness s (s = 0: BSP) */
+  STRATA_CONS_ESSP,    /* SSP reads + eager server push */
+  STRATA_CONS_ASYNC    /* reads never wait */
+} strata_consistency;
+
+typedef enum strata_prefetch {
+  STRATA_PREFETCH_NONE = 0,
+  STRATA_PREFETCH_CONSERVATIVE, /* at clock(): refresh rows read last clock that would be too old */
+  STRATA_PREFETCH_AGGRESSIVE    /* at clock(): refresh every row read last clock not from the
+                                   newest clock (LazyTables 3.3) */
+} strata_prefetch;
+
+/* Clock differentials are counted in buckets 0, -1, ..., -(N-2), and the last
+ * bucket holds everything older. */
+#define STRATA_TABLE_HIST 34
+
+typedef struct strata_table_conf {
+  uint32_t n_rows;
+  uint32_t row_len;   /* floats per row, >= 1 */
+  int workers;        /* P */
+  int me;             /* 0..P-1 */
+  int rank_base;      /* MPI rank of worker w is rank_base + w */
+  int tag;            /* two tags are used: tag (to servers), tag + 1 (to clients) */
+  strata_consistency cons;
+  int staleness;      /* s >= 0 (ignored by async) */
+  strata_prefetch prefetch;
+} strata_table_conf;
+
+typedef struct strata_table_stats {
+  double wait_s;                /* blocked on freshness (get) or on close */
+  uint64_t bytes_sent, bytes_recv;
+  uint64_t reads;               /* rows read by get */
+  uint64_t hist[STRATA_TABLE_HIST];
+  int64_t diff_sum;             /* sum of (age - clock) over reads */
+  int32_t diff_min;             /* most negative differential seen (0 if none) */
+  uint64_t requests, replies, pushes; /* rows requested; rows received in replies;
+                                         rows this shard pushed (ESSP) */
+} strata_table_stats;
+
+typedef struct strata_table strata_table;
+
+/*
+ * Opens this worker's side of a table; every worker calls it with the same
+ * conf (except me) and the same initial values init (n_rows * row_len
+ * floats), which count as stamped before clock 0, so caches start valid.
+ * Does not communicate. Returns 0, STRATA_EINVAL or STRATA_ENOMEM.
+ */
+STRATA_EXPORT int strata_table_open(strata_transport *t, const strata_table_conf *conf,
+                                    const float *init, strata_table **out);
+
+/* Copies rows [lo, hi) into out once each is fresh enough for this worker's
+ * clock with staleness s (s < 0: the table's own rule), waiting when not.
+ * STRATA_ERANGE for rows beyond the table. */
+STRATA_EXPORT int strata_table_get_rows(strata_table *tb, uint32_t lo, uint32_t hi, int s,
+                                        float *out);
+/* One row: strata_table_get_rows(tb, row, row + 1, s, out). */
+STRATA_EXPORT int strata_table_get(strata_table *tb, uint32_t row, int s, float *out);
+
+/* Adds delta (row_len floats) to the row: visible to this worker's reads at
+ * once, to others after clock(). STRATA_ERANGE beyond the table. */
+STRATA_EXPORT int strata_table_inc(strata_table *tb, uint32_t row, const float *delta);
+
+/* Asks for a copy of the row fresh enough under staleness s without
+ * waiting (a prefetch); a no-op when the cached copy already is. */
+STRATA_EXPORT int strata_table_refresh(strata_table *tb, uint32_t row, int s);
+
+/* Ends this worker's clock: ships the oplog and runs the prefetcher. */
+STRATA_EXPORT int strata_table_clock(strata_table *tb);
+
+/* This worker's clock (0 before the first strata_table_clock). */
+STRATA_EXPORT int strata_table_current_clock(const strata_table *tb);
+
+/* Answers peers' requests and takes in replies, without blocking. */
+STRATA_EXPORT int strata_table_serve(strata_table *tb);
+
+/* Statistics since open or the last reset. */
+STRATA_EXPORT void strata_table_get_stats(const strata_table *tb, strata_table_stats *st);
+STRATA_EXPORT void strata_table_reset_stats(strata_table *tb);
+
+/*
+ * Leaves the table: tells every shard this worker is done and keeps serving
+ * its own shard until every worker has left, then frees everything. Every
+ * worker must call it (peers may still read from this shard). Returns 0 or
+ * the first error; tb is freed either way.
+ */
+STRATA_EXPORT int strata_table_close(strata_table *tb);
+
+/* Frees without the leaving protocol (after a failure that ends the job). */
+STRATA_EXPORT void strata_table_free(strata_table *tb);
+
+#endif
