@@ -52,8 +52,12 @@ struct strata_table {
   ps_oplog log;
   int32_t clock;
   keptq *kept;      /* per shard */
-  uint8_t *acc;     /* rows read during this clock */
-  uint32_t *acc_list, n_acc;
+  /* Rows read during each of the last `period` clocks, by clock mod period:
+   * the prefetcher replays the clock one period back (the same place in the
+   * previous pass). */
+  int period;
+  uint8_t **acc;
+  uint32_t **acc_list, *n_acc;
   int fins;
   /* server */
   uint32_t n_local; /* rows g = me + P * l */
@@ -403,12 +407,14 @@ static int32_t need_age(const strata_table *tb, int s) {
   return tb->clock - s;
 }
 
-/* Sends one READ per shard for the rows in [lo, hi) older than `need`
- * without an outstanding request that would bring them fresh enough. With
- * `force`, also rows not from the newest clock (aggressive refresh). */
+/* Sends one READ per shard for the rows in [lo, hi) (of list, if given)
+ * older than `need` without an outstanding request that would bring them
+ * fresh enough. With force > 0, also rows not from the newest clock
+ * (aggressive refresh); with force < 0, every row not yet subscribed to,
+ * with age 0 (ESSP registration). */
 static int request(strata_table *tb, const uint32_t *list, uint32_t lo, uint32_t hi, int32_t need,
                    int force) {
-  int32_t min_age = need < 0 ? 0 : need;
+  int32_t min_age = need < 0 || force < 0 ? 0 : need;
   uint32_t n = hi - lo;
   uint32_t *rows = strata_malloc((n ? n : 1) * sizeof *rows);
   if (!rows) return fail(tb, strata_err_set(STRATA_ENOMEM, "table: out of memory for a request"));
@@ -418,10 +424,15 @@ static int request(strata_table *tb, const uint32_t *list, uint32_t lo, uint32_t
     for (uint32_t i = lo; i < hi; i++) {
       uint32_t g = list ? list[i] : i;
       if ((int)(g % (uint32_t)tb->P) != X) continue;
-      int stale = tb->age[g] < need || (force && tb->age[g] < tb->clock);
-      if (!stale) continue;
-      if (tb->req_age[g] >= min_age) continue; /* on its way */
-      if (force && tb->req_age[g] >= 0) continue;
+      if (force < 0) {
+        /* Subscribing: every row not yet subscribed, nothing waiting. */
+        if (tb->sub[g] || tb->req_age[g] >= 0) continue;
+      } else {
+        int stale = tb->age[g] < need || (force && tb->age[g] < tb->clock);
+        if (!stale) continue;
+        if (tb->req_age[g] >= min_age) continue; /* on its way */
+        if (force && tb->req_age[g] >= 0) continue;
+      }
       rows[k++] = g;
       tb->req_age[g] = min_age;
     }
@@ -439,6 +450,15 @@ static int request(strata_table *tb, const uint32_t *list, uint32_t lo, uint32_t
   }
   strata_free(rows);
   return rc;
+}
+
+/* ESSP registers a client for a row at its first read: a READ with age 0,
+ * answered at once, after which the shard pushes the row. */
+static int subscribe(strata_table *tb, uint32_t lo, uint32_t hi) {
+  uint32_t g = lo;
+  while (g < hi && (tb->sub[g] || tb->req_age[g] >= 0)) g++;
+  if (g == hi) return 0;
+  return request(tb, NULL, g, hi, INT32_MAX, -1);
 }
 
 typedef struct range_ctx {
@@ -468,6 +488,7 @@ int strata_table_get_rows(strata_table *tb, uint32_t lo, uint32_t hi, int s, flo
   if (rc) return rc;
   if (tb->err) return tb->err;
   int32_t need = need_age(tb, s);
+  if (tb->c.cons == STRATA_CONS_ESSP && (rc = subscribe(tb, lo, hi))) return rc;
   if (need > 0) {
     if ((rc = request(tb, NULL, lo, hi, need, 0))) return rc;
     range_ctx ctx = {lo, hi, need};
@@ -483,9 +504,10 @@ int strata_table_get_rows(strata_table *tb, uint32_t lo, uint32_t hi, int s, flo
     tb->st.hist[b]++;
     tb->st.diff_sum += d;
     if (d < tb->st.diff_min) tb->st.diff_min = (int32_t)d;
-    if (!tb->acc[g]) {
-      tb->acc[g] = 1;
-      tb->acc_list[tb->n_acc++] = g;
+    int a = tb->clock % tb->period;
+    if (!tb->acc[a][g]) {
+      tb->acc[a][g] = 1;
+      tb->acc_list[a][tb->n_acc[a]++] = g;
     }
   }
   tb->st.reads += hi - lo;
@@ -548,14 +570,16 @@ int strata_table_clock(strata_table *tb) {
   }
   ps_oplog_clear(&tb->log);
   tb->clock++;
-  /* The prefetcher replays the clock that just ended (LazyTables 3.3). */
-  if (!rc && tb->c.prefetch != STRATA_PREFETCH_NONE && tb->n_acc) {
+  /* The prefetcher replays the reads of the clock one period back, which
+   * iterative apps repeat (LazyTables 3.3); then that slot starts over. */
+  int a = tb->clock % tb->period;
+  if (!rc && tb->c.prefetch != STRATA_PREFETCH_NONE && tb->n_acc[a]) {
     int32_t need = tb->c.cons == STRATA_CONS_ASYNC ? 0 : tb->clock - tb->c.staleness;
-    rc = request(tb, tb->acc_list, 0, tb->n_acc, need,
+    rc = request(tb, tb->acc_list[a], 0, tb->n_acc[a], need,
                  tb->c.prefetch == STRATA_PREFETCH_AGGRESSIVE);
   }
-  for (uint32_t i = 0; i < tb->n_acc; i++) tb->acc[tb->acc_list[i]] = 0;
-  tb->n_acc = 0;
+  for (uint32_t i = 0; i < tb->n_acc[a]; i++) tb->acc[a][tb->acc_list[a][i]] = 0;
+  tb->n_acc[a] = 0;
   if (!rc) rc = strata_table_serve(tb);
   return rc;
 }
@@ -582,8 +606,13 @@ void strata_table_free(strata_table *tb) {
   strata_free(tb->age);
   strata_free(tb->req_age);
   strata_free(tb->sub);
+  for (int a = 0; a < tb->period; a++) {
+    if (tb->acc) strata_free(tb->acc[a]);
+    if (tb->acc_list) strata_free(tb->acc_list[a]);
+  }
   strata_free(tb->acc);
   strata_free(tb->acc_list);
+  strata_free(tb->n_acc);
   ps_oplog_free(&tb->log);
   strata_free(tb->vals);
   ps_vclock_free(&tb->vc);
@@ -616,8 +645,16 @@ int strata_table_open(strata_transport *t, const strata_table_conf *conf, const 
   tb->age = strata_calloc(n, sizeof *tb->age);
   tb->req_age = strata_malloc(n * sizeof *tb->req_age);
   tb->sub = strata_calloc(n, 1);
-  tb->acc = strata_calloc(n, 1);
-  tb->acc_list = strata_malloc(n * sizeof *tb->acc_list);
+  tb->period = conf->prefetch_period > 0 ? conf->prefetch_period : 1;
+  tb->acc = strata_calloc((size_t)tb->period, sizeof *tb->acc);
+  tb->acc_list = strata_calloc((size_t)tb->period, sizeof *tb->acc_list);
+  tb->n_acc = strata_calloc((size_t)tb->period, sizeof *tb->n_acc);
+  int acc_ok = tb->acc && tb->acc_list && tb->n_acc;
+  for (int a = 0; acc_ok && a < tb->period; a++) {
+    tb->acc[a] = strata_calloc(n, 1);
+    tb->acc_list[a] = strata_malloc(n * sizeof **tb->acc_list);
+    acc_ok = tb->acc[a] && tb->acc_list[a];
+  }
   tb->kept = strata_calloc((size_t)tb->P, sizeof *tb->kept);
   size_t nl = tb->n_local ? tb->n_local : 1;
   tb->vals = strata_malloc(nl * L * sizeof(float));
@@ -625,7 +662,7 @@ int strata_table_open(strata_transport *t, const strata_table_conf *conf, const 
   tb->dirty = strata_calloc(nl, 1);
   tb->dirty_list = strata_malloc(nl * sizeof *tb->dirty_list);
   tb->loop = ev_loop_new(EVFLAG_AUTO);
-  if (!tb->cache || !tb->age || !tb->req_age || !tb->sub || !tb->acc || !tb->acc_list ||
+  if (!tb->cache || !tb->age || !tb->req_age || !tb->sub || !acc_ok ||
       !tb->kept || !tb->vals || !tb->subs || !tb->dirty || !tb->dirty_list) {
     rc = strata_err_set(STRATA_ENOMEM, "table: out of memory for %zu rows of %zu floats", n, L);
     goto fail;

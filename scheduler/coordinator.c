@@ -94,6 +94,7 @@ static int take_report(void *ud, const pass_report *rep) {
   tot->wait_s += ws->wait_s;
   tot->eval_s += ws->eval_s;
   tot->cpu_s += ws->cpu_s;
+  tot->span_s += ws->span_s;
   tot->bytes_sent += ws->bytes_sent;
   tot->bytes_recv += ws->bytes_recv;
   tot->eval_bytes += ws->eval_bytes;

@@ -70,6 +70,7 @@ static void write_stats(strata_json *j, const strata_worker_stats *s) {
   strata_json_number(j, "wait_s", s->wait_s);
   strata_json_number(j, "eval_s", s->eval_s);
   strata_json_number(j, "cpu_s", s->cpu_s);
+  strata_json_number(j, "span_s", s->span_s);
   strata_json_int(j, "bytes_sent", (int64_t)s->bytes_sent);
   strata_json_int(j, "bytes_recv", (int64_t)s->bytes_recv);
   strata_json_int(j, "eval_bytes", (int64_t)s->eval_bytes);

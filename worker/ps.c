@@ -126,7 +126,8 @@ static int open_table(psw *p) {
                             .tag = TAG_PS,
                             .cons = cons,
                             .staleness = cons == STRATA_CONS_ASYNC ? 0 : o->staleness,
-                            .prefetch = o->prefetch};
+                            .prefetch = o->prefetch,
+                            .prefetch_period = strata__clocks_per_pass(o->wpc)};
   int rc = strata_table_open(w->t, &conf, init, &p->tb);
   strata_free(init);
   return rc;
@@ -213,6 +214,7 @@ int strata__worker_loop_ps(strata__worker *w) {
     }
     st->eval_s += strata_now() - t0;
     st->cpu_s = strata_cpu_seconds() - cpu0;
+    st->span_s = strata_now() - t_pass;
     if (!rc) rc = w->report(w->report_ud, &rep);
   }
   if (!rc) {

@@ -295,6 +295,7 @@ int strata__worker_loop(strata__worker *w) {
     st->time_s = strata_now() - t_pass;
     if (do_eval) rc = evaluate(w, &rg, pass, rep.partials, st);
     st->cpu_s = strata_cpu_seconds() - cpu0;
+    st->span_s = strata_now() - t_pass;
     if (!rc) rc = w->report(w->report_ud, &rep);
   }
   /* Leave no transfer behind: export and free need settled buffers. */

@@ -52,7 +52,8 @@ typedef struct strata_worker_stats {
   double compute_s; /* inside compute callbacks */
   double wait_s;    /* blocked on incoming chunks or outgoing buffers */
   double eval_s;    /* model exchange and evaluation, outside time_s */
-  double cpu_s;     /* process CPU time over the pass */
+  double cpu_s;     /* process CPU time (all threads) over the pass and its evaluation */
+  double span_s;    /* wall time over which cpu_s was taken (time_s + evaluation) */
   uint64_t bytes_sent, bytes_recv; /* block or table traffic, evaluation excluded */
   uint64_t eval_bytes;
   double delay_s;   /* injected straggler sleeps */

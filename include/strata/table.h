@@ -64,6 +64,9 @@ typedef struct strata_table_conf {
   strata_consistency cons;
   int staleness;      /* s >= 0 (ignored by async) */
   strata_prefetch prefetch;
+  int prefetch_period; /* clocks per iteration of the app (>= 1; 0 = 1): at
+                          clock c the prefetcher replays the reads of clock
+                          c - period, the same place one iteration back */
 } strata_table_conf;
 
 typedef struct strata_table_stats {
