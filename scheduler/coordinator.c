@@ -152,6 +152,13 @@ static void finish_result(coord *c) {
     r->time_per_pass_s = 0.0 / 0.0; /* reported as null rather than a made-up value */
   }
   strata_free(times);
+  int first = N > 1 ? 1 : 0;
+  r->mean_pass_s = 0;
+  for (int w = 0; w < c->setup.workers; w++) {
+    double sum = 0;
+    for (int i = first; i < N; i++) sum += r->per_pass_worker[(size_t)i * (size_t)c->setup.workers + (size_t)w].time_s;
+    if (sum / (N - first) > r->mean_pass_s) r->mean_pass_s = sum / (N - first);
+  }
   r->updates_per_s = r->time_per_pass_s > 0 ? (double)r->n_examples / r->time_per_pass_s : 0;
 }
 

@@ -121,6 +121,7 @@ static int fill(FILE *f, void *ud) {
   strata_json_number(&j, "wall_s", r->wall_s);
   strata_json_number(&j, "time_per_pass_s", r->time_per_pass_s);
   strata_json_number(&j, "updates_per_s", r->updates_per_s);
+  strata_json_number(&j, "mean_pass_s", r->mean_pass_s);
   for (int i = 0; i < app->n_objectives; i++)
     strata_json_number(&j, app->objective_names[i], r->objectives[i]);
   strata_json_number(&j, "coordinator_cpu_s", r->coordinator_cpu_s);

@@ -25,6 +25,7 @@ typedef struct psw {
   int span;        /* passes per clock (wpc >= 1) or 0 */
   int clocks;      /* clocks ended in this pass */
   int dirty;       /* work since the last clock */
+  int straggle;    /* this clock is ours to straggle in: sleep before its work */
   double delay_s;
 } psw;
 
@@ -33,9 +34,7 @@ static int end_clock(psw *p) {
   if (rc) return rc;
   p->clocks++;
   p->dirty = 0;
-  const strata_engine_opts *o = p->w->opts;
-  if (o->straggler_ms && strata_table_current_clock(p->tb) % p->w->sched.n_workers == p->w->me)
-    p->delay_s += strata__sleep_ms(o->straggler_ms);
+  p->straggle = strata_table_current_clock(p->tb) % p->w->sched.n_workers == p->w->me;
   return 0;
 }
 
@@ -44,6 +43,10 @@ static int run_chunk(psw *p, strata_task_view *tv, double *partials, double *com
   int r = tv->ids.rotating;
   uint32_t lo = tv->row_lo, hi = tv->row_hi;
   if (hi == lo) return 0;
+  /* A straggler sleeps when its clock's work begins, so that a clock with
+   * no work left (after the last pass) costs nothing. */
+  if (p->straggle && w->opts->straggler_ms) p->delay_s += strata__sleep_ms(w->opts->straggler_ms);
+  p->straggle = 0;
   size_t n = (size_t)(hi - lo) * p->L;
   float *view = (float *)tv->rotating->buf + (size_t)lo * p->L;
   int rc = strata_table_get_rows(p->tb, p->off[r] + lo, p->off[r] + hi, -1, view);
@@ -152,6 +155,7 @@ int strata__worker_loop_ps(strata__worker *w) {
     goto done;
   }
   p.per_pass = strata__clocks_per_pass(w->opts->wpc);
+  p.straggle = w->me == 0; /* clock 0 */
   p.span = p.per_pass ? 0 : (int)w->opts->wpc;
   long chunks = 0; /* per pass */
   for (int s = 0; s < S; s++) {
@@ -170,9 +174,6 @@ int strata__worker_loop_ps(strata__worker *w) {
     strata_table_reset_stats(p.tb);
     p.clocks = 0;
     double t_pass = strata_now(), cpu0 = strata_cpu_seconds();
-    /* Clock 0 is worker 0's to straggle in; later ones start in end_clock. */
-    if (pass == 0 && w->opts->straggler_ms && w->me == 0)
-      p.delay_s += strata__sleep_ms(w->opts->straggler_ms);
     long done = 0;
     for (int s = 0; s < S && !rc; s++) {
       int n;

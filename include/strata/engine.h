@@ -88,6 +88,9 @@ typedef struct strata_run_result {
   double wall_s;          /* training passes, first start to last report */
   double time_per_pass_s; /* median of pass times, passes 2..N (pass 1 if N = 1) */
   double updates_per_s;   /* n_examples / time_per_pass_s */
+  double mean_pass_s;     /* max over workers of the mean of its pass times,
+                             passes 2..N: the throughput view, for modes whose
+                             workers' passes do not line up (SSP, stragglers) */
   double coordinator_cpu_s, coordinator_wall_s; /* whole run, loading included */
   double coordinator_train_cpu_s; /* CPU while the passes ran (over wall_s) */
   strata_pass_stats *per_pass;         /* passes entries */
