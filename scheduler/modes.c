@@ -34,6 +34,10 @@ int strata_engine_resolve(strata_engine_opts *o, int s_given, int wpc_given, int
     return strata_err_set(STRATA_EUSAGE, "--staleness must be >= 0, got %d", o->staleness);
   if (wpc_given && !(o->wpc > 0 && isfinite(o->wpc)))
     return strata_err_set(STRATA_EUSAGE, "--wpc must be > 0, got %g", o->wpc);
+  if (wpc_given && (o->wpc > 1e6 || o->wpc < 1e-6))
+    return strata_err_set(STRATA_EUSAGE,
+                          "--wpc %g is out of range: at most 1e6 passes per clock or clocks per pass",
+                          o->wpc);
   if (!strcmp(m, "bsp") && wpc_given && o->wpc != 1)
     return strata_err_set(STRATA_EUSAGE, "--mode bsp is one clock per pass: use --mode absp --wpc %g",
                           o->wpc);
@@ -54,5 +58,9 @@ int strata_engine_resolve(strata_engine_opts *o, int s_given, int wpc_given, int
    * async emulation needs aggressive refreshes (LazyTables 3.3). */
   if (!pf_given)
     o->prefetch = !strcmp(m, "async") ? STRATA_PREFETCH_AGGRESSIVE : STRATA_PREFETCH_CONSERVATIVE;
+  if (!strcmp(m, "async") && o->prefetch != STRATA_PREFETCH_AGGRESSIVE)
+    return strata_err_set(STRATA_EUSAGE,
+                          "--mode async needs --prefetch aggressive: its reads never wait, so "
+                          "only the prefetcher brings other workers' updates");
   return 0;
 }

@@ -168,7 +168,7 @@ static int engine_flags(cli_opts *co) {
   long v = 0;
   int rc = 0;
   e->staleness = -1;
-  if (co->staleness && (rc = parse_long("staleness", co->staleness, -1000000, 1000000, &v))) return rc;
+  if (co->staleness && (rc = parse_long("staleness", co->staleness, 0, 1000000, &v))) return rc;
   if (co->staleness) e->staleness = (int)v;
   if (co->wpc && (rc = parse_real("wpc", co->wpc, &e->wpc))) return rc;
   int pf = strcmp(co->prefetch, "auto") != 0;
