@@ -25,6 +25,7 @@
 #define STRATA_SCHEDULER_PROTOCOL_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "strata/app.h"
 #include "strata/engine.h"
@@ -66,6 +67,13 @@ typedef struct pass_report {
   strata_worker_stats stats;
   double partials[STRATA_MAX_PARTIALS];
 } pass_report;
+
+/* A zeroed report for pass index `pass` (0-based) of worker `worker`. */
+static inline void strata__report_begin(pass_report *rep, int pass, int worker) {
+  memset(rep, 0, sizeof *rep);
+  rep->pass = pass + 1;
+  rep->worker = worker;
+}
 
 /* A worker's view of the run; in serial mode built in-process. */
 typedef struct strata__worker {

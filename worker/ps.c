@@ -167,9 +167,7 @@ int strata__worker_loop_ps(strata__worker *w) {
   int do_eval = w->has_eval && w->app->evaluate;
   for (int pass = 0; pass < passes && !rc; pass++) {
     pass_report rep;
-    memset(&rep, 0, sizeof rep);
-    rep.pass = pass + 1;
-    rep.worker = w->me;
+    strata__report_begin(&rep, pass, w->me);
     strata_worker_stats *st = &rep.stats;
     strata_table_reset_stats(p.tb);
     p.clocks = 0;

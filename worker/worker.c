@@ -269,9 +269,7 @@ int strata__worker_loop(strata__worker *w) {
   int do_eval = w->has_eval && w->app->evaluate;
   for (int pass = 0; pass < passes && !rc; pass++) {
     pass_report rep;
-    memset(&rep, 0, sizeof rep);
-    rep.pass = pass + 1;
-    rep.worker = w->me;
+    strata__report_begin(&rep, pass, w->me);
     strata_worker_stats *st = &rep.stats;
     double t_pass = strata_now(), cpu0 = strata_cpu_seconds();
     /* A straggler here: a clock is a pass of the ring. */
