@@ -454,7 +454,12 @@ static int run_serial(coord *c) {
   rc = c->app->worker_init(c->cfg, &w.setup, p->meta, p->meta_len, &w.state);
   c->t_train0 = strata_now();
   c->cpu_train0 = strata_cpu_seconds();
+  strata__disrupt *dis = NULL;
+  if (!rc && c->opts->disrupt_prob > 0)
+    rc = strata__disrupt_start(c->opts->disrupt_prob, c->opts->disrupt_slot_ms,
+                               c->opts->seed * 1000003u, &dis);
   if (!rc) rc = strata__worker_loop(&w);
+  strata__disrupt_stop(dis);
   if (w.state && c->app->worker_free) c->app->worker_free(w.state);
   if (rc) return rc;
   finish_result(c);
