@@ -14,6 +14,7 @@
 #include "strata/core.h"
 
 void strata_problem_close(strata_problem *p) {
+  strata_free(p->global.buf);
   for (int i = 0; p->data && i < p->n_data; i++) strata_free(p->data[i].buf);
   for (int i = 0; p->eval && i < p->n_data; i++) strata_free(p->eval[i].buf);
   for (int i = 0; p->resident && i < p->n_resident; i++) strata_free(p->resident[i].buf);
@@ -253,6 +254,7 @@ static int ship(coord *c, strata_transport *t, void *sched_buf, size_t sched_len
     for (size_t o = 0; o < total && !rc; o += STRATA__PIECE)
       rc = send_all(t, &rs, bundle + o, total - o < STRATA__PIECE ? total - o : STRATA__PIECE, dst,
                     TAG_BLOCK);
+    if (!rc && p->global.len) rc = send_all(t, &rs, p->global.buf, p->global.len, dst, TAG_GLOBAL);
   }
   if (!rc) rc = strata__loop_wait_all(t, rs.r, rs.n);
   strata_free(rs.r);
@@ -278,6 +280,11 @@ static int check_ps(coord *c) {
                             c->app->name, c->setup.mode, i, b->row_bytes, rb);
   }
   if (!rb) return strata_err_set(STRATA_EINVAL, "%s: no rotating rows to put in a table", c->app->name);
+  if (p->global.len && p->global.row_bytes != rb)
+    return strata_err_set(STRATA_EINVAL,
+                          "%s: --mode %s keeps the global rows in the table: they need the rotating "
+                          "rows' size (%u bytes, not %u)",
+                          c->app->name, c->setup.mode, rb, p->global.row_bytes);
   int K = strata__clocks_per_pass(c->opts->wpc);
   for (int w = 0; w < c->setup.workers && K; w++) {
     long chunks = 0;
@@ -317,6 +324,12 @@ static int load_and_schedule(coord *c) {
       return strata_err_set(STRATA_EINVAL, "%s: rotating block %d is not nrows x row_bytes",
                             c->app->name, i);
   }
+  const strata_block *g = &c->prob.global;
+  if (g->len && (!g->row_bytes || g->row_bytes % sizeof(float) || (size_t)g->nrows * g->row_bytes != g->len))
+    return strata_err_set(STRATA_EINVAL, "%s: the global block is not nrows x row_bytes of floats",
+                          c->app->name);
+  if (g->len > INT_MAX)
+    return strata_err_set(STRATA_ETOOBIG, "%s: the global block is over 2 GiB", c->app->name);
   /* Parameter blocks travel whole (evaluation exchange, export); refuse now
    * rather than after some workers were sent their set-up. Data blocks go
    * in bundle pieces and have no such limit. */
@@ -361,6 +374,7 @@ static int run_coordinator(coord *c, strata_transport *t) {
   h.meta_len = p->meta_len;
   h.sched_len = sched_len;
   h.n_examples = p->n_examples;
+  h.global = (block_desc){p->global.len, p->global.nrows, p->global.row_bytes};
   size_t nd = (size_t)p->n_data, ndesc = nd * (h.has_eval ? 2 : 1) + (size_t)p->n_resident +
                                          (size_t)p->n_rotating;
   desc = strata_malloc(ndesc * sizeof *desc);
@@ -408,6 +422,7 @@ static int run_coordinator(coord *c, strata_transport *t) {
         if (strata_schedule_rotating_holder(&c->sched, i, S - 1) == w && p->rotating[i].len)
           rc = recv_into(t, &er, &p->rotating[i], w + 1, TAG_EXPORT);
     }
+    if (!rc && p->global.len) rc = recv_into(t, &er, &p->global, 1, TAG_GLOBAL);
     if (!rc) rc = strata__loop_wait_all(t, er.r, er.n);
     strata_free(er.r);
     if (!rc) {
@@ -451,6 +466,7 @@ static int run_serial(coord *c) {
   w.eval = p->eval;
   w.res = p->resident;
   w.rot = p->rotating;
+  w.global = p->global.len ? &p->global : NULL;
   rc = c->app->worker_init(c->cfg, &w.setup, p->meta, p->meta_len, &w.state);
   c->t_train0 = strata_now();
   c->cpu_train0 = strata_cpu_seconds();

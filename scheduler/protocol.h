@@ -12,12 +12,16 @@
  *               canonical order (strata__setup_blocks), sent in pieces of at
  *               most STRATA__PIECE bytes; one message per block would make
  *               set-up cost grow with the square of the block count
+ *   TAG_GLOBAL  the global block's initial values (if the problem has one)
  * Per pass, worker -> coordinator: TAG_REPORT struct pass_report.
+ * Ring mode with a global block: after every sub-epoch each worker sends its
+ * change of the global block to every other worker (TAG_GSYNC).
  * Between workers: chunk c of rotating block r with tag block_tag(r, c);
  * in parameter-server modes, table traffic on TAG_PS and TAG_PS + 1 instead;
  * model exchange for evaluation with TAG_EVAL_BASE + r.
  * At the end with --model-out, worker -> coordinator TAG_EXPORT: owned
- * resident blocks by id, then rotating blocks held in the last sub-epoch.
+ * resident blocks by id, then rotating blocks held in the last sub-epoch;
+ * worker 0 then sends the global block (TAG_GLOBAL).
  * Last, coordinator -> each worker TAG_FINAL: int32 exit status of the run
  * as rank 0 saw it after writing its outputs (strata_engine_finish).
  */
@@ -40,10 +44,18 @@ enum {
   TAG_REPORT = 6,
   TAG_EXPORT = 7,
   TAG_FINAL = 8,
-  TAG_PS = 10, /* and 11: parameter-server tables (strata/table.h) */
+  TAG_GLOBAL = 9, /* the global block: initial values, and worker 0's at export */
+  TAG_PS = 10,    /* and 11: parameter-server tables (strata/table.h) */
+  TAG_GSYNC = 12, /* ring: a worker's change of the global block in one sub-epoch */
   TAG_EVAL_BASE = 1000,
   TAG_CHUNK_BASE = 20000
 };
+
+typedef struct block_desc {
+  uint64_t len;
+  uint32_t nrows;
+  uint32_t row_bytes;
+} block_desc;
 
 typedef struct setup_header {
   int32_t status;
@@ -53,13 +65,8 @@ typedef struct setup_header {
   uint64_t meta_len;
   uint64_t sched_len;
   uint64_t n_examples;
+  block_desc global; /* len 0: no global block; else TAG_GLOBAL follows the bundle */
 } setup_header;
-
-typedef struct block_desc {
-  uint64_t len;
-  uint32_t nrows;
-  uint32_t row_bytes;
-} block_desc;
 
 typedef struct pass_report {
   int32_t pass;
@@ -87,6 +94,7 @@ typedef struct strata__worker {
   int me;
   int has_eval;
   strata_block *data, *eval, *res, *rot; /* indexed by block id */
+  strata_block *global; /* NULL, or the worker's copy of the global block */
   /* called with each pass's report (serial: the coordinator's aggregator) */
   int (*report)(void *ud, const pass_report *rep);
   void *report_ud;

@@ -17,9 +17,10 @@
 typedef struct psw {
   strata__worker *w;
   strata_table *tb;
-  uint32_t *off;   /* first table row of rotating block r */
+  uint32_t *off;   /* first table row of rotating block r; off[n_rotating]: the global rows */
   uint32_t L;      /* floats per row */
   float *snap;     /* the chunk's rows as read, to form deltas */
+  float *gsnap;    /* the global rows as read */
   float *delta;
   int per_pass;    /* clocks per pass (wpc < 1) or 0 */
   int span;        /* passes per clock (wpc >= 1) or 0 */
@@ -38,6 +39,22 @@ static int end_clock(psw *p) {
   return 0;
 }
 
+/* Sends the change of n rows (view against snap) starting at table row
+ * first; rows left alone send nothing. */
+static int send_deltas(psw *p, uint32_t first, uint32_t n, const float *view, const float *snap) {
+  int rc = 0;
+  for (uint32_t i = 0; i < n && !rc; i++) {
+    const float *a = view + (size_t)i * p->L, *b = snap + (size_t)i * p->L;
+    int changed = 0;
+    for (uint32_t j = 0; j < p->L; j++) {
+      p->delta[j] = a[j] - b[j];
+      changed |= a[j] != b[j];
+    }
+    if (changed) rc = strata_table_inc(p->tb, first + i, p->delta);
+  }
+  return rc;
+}
+
 static int run_chunk(psw *p, strata_task_view *tv, double *partials, double *compute_s) {
   strata__worker *w = p->w;
   int r = tv->ids.rotating;
@@ -52,20 +69,18 @@ static int run_chunk(psw *p, strata_task_view *tv, double *partials, double *com
   int rc = strata_table_get_rows(p->tb, p->off[r] + lo, p->off[r] + hi, -1, view);
   if (rc) return rc;
   memcpy(p->snap, view, n * sizeof(float));
+  strata_block *g = w->global;
+  uint32_t gfirst = p->off[w->sched.n_rotating];
+  if (g) {
+    if ((rc = strata_table_get_rows(p->tb, gfirst, gfirst + g->nrows, -1, g->buf))) return rc;
+    memcpy(p->gsnap, g->buf, g->len);
+  }
   double t0 = strata_now();
   rc = w->app->compute(w->state, tv, partials);
   *compute_s += strata_now() - t0;
   if (rc) return rc;
-  /* Rows compute left alone send nothing. */
-  for (uint32_t i = 0; i < hi - lo && !rc; i++) {
-    const float *a = view + (size_t)i * p->L, *b = p->snap + (size_t)i * p->L;
-    int changed = 0;
-    for (uint32_t j = 0; j < p->L; j++) {
-      p->delta[j] = a[j] - b[j];
-      changed |= a[j] != b[j];
-    }
-    if (changed) rc = strata_table_inc(p->tb, p->off[r] + lo + i, p->delta);
-  }
+  rc = send_deltas(p, p->off[r] + lo, hi - lo, view, p->snap);
+  if (!rc && g) rc = send_deltas(p, gfirst, g->nrows, g->buf, p->gsnap);
   if (!rc) rc = strata_table_serve(p->tb);
   p->dirty = 1;
   return rc;
@@ -85,6 +100,32 @@ static int fill_blocks(psw *p, int all, int s) {
     }
     if (need && w->rot[r].nrows)
       rc = strata_table_get_rows(p->tb, p->off[r], p->off[r] + w->rot[r].nrows, s, w->rot[r].buf);
+  }
+  if (!rc && w->global) {
+    uint32_t first = p->off[w->sched.n_rotating];
+    rc = strata_table_get_rows(p->tb, first, first + w->global->nrows, s, w->global->buf);
+  }
+  return rc;
+}
+
+/* block_objective in parameter-server modes: own resident blocks, rotating
+ * blocks r with r mod P == this worker and, on worker 0, the global block,
+ * read under staleness s. */
+static int ps_block_objectives(psw *p, int pass, int s, double *partials) {
+  strata__worker *w = p->w;
+  int rc = 0, P = w->sched.n_workers;
+  for (int i = 0; i < w->sched.n_resident && !rc; i++)
+    if (strata_schedule_resident_owner(&w->sched, i) == w->me)
+      rc = w->app->block_objective(w->state, pass, STRATA_BLOCK_RESIDENT, i, &w->res[i], partials);
+  for (int r = w->me; r < w->sched.n_rotating && !rc; r += P) {
+    strata_block *b = &w->rot[r];
+    if (b->nrows) rc = strata_table_get_rows(p->tb, p->off[r], p->off[r] + b->nrows, s, b->buf);
+    if (!rc) rc = w->app->block_objective(w->state, pass, STRATA_BLOCK_ROTATING, r, b, partials);
+  }
+  if (!rc && w->me == 0 && w->global) {
+    uint32_t first = p->off[w->sched.n_rotating];
+    rc = strata_table_get_rows(p->tb, first, first + w->global->nrows, s, w->global->buf);
+    if (!rc) rc = w->app->block_objective(w->state, pass, STRATA_BLOCK_GLOBAL, 0, w->global, partials);
   }
   return rc;
 }
@@ -113,11 +154,14 @@ static int open_table(psw *p) {
     rows += w->rot[r].nrows;
     if (w->rot[r].nrows) rb = w->rot[r].row_bytes;
   }
+  p->off[nrot] = rows;
+  if (w->global) rows += w->global->nrows; /* same row size: checked by the coordinator */
   p->L = rb / sizeof(float);
   float *init = strata_malloc((size_t)rows * p->L * sizeof(float) + 1);
   if (!init) return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory for the table", w->me);
   for (int r = 0; r < nrot; r++)
     if (w->rot[r].len) memcpy(init + (size_t)p->off[r] * p->L, w->rot[r].buf, w->rot[r].len);
+  if (w->global) memcpy(init + (size_t)p->off[nrot] * p->L, w->global->buf, w->global->len);
   strata_consistency cons = !strcmp(w->setup.mode, "essp")    ? STRATA_CONS_ESSP
                             : !strcmp(w->setup.mode, "async") ? STRATA_CONS_ASYNC
                                                               : STRATA_CONS_SSP;
@@ -150,7 +194,8 @@ int strata__worker_loop_ps(strata__worker *w) {
     if (w->rot[r].nrows > maxrows) maxrows = w->rot[r].nrows;
   p.snap = strata_malloc(((size_t)maxrows * p.L + 1) * sizeof(float));
   p.delta = strata_malloc(((size_t)p.L + 1) * sizeof(float));
-  if (!p.snap || !p.delta) {
+  p.gsnap = strata_malloc(w->global ? w->global->len : 1);
+  if (!p.snap || !p.delta || !p.gsnap) {
     rc = strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
     goto done;
   }
@@ -182,7 +227,8 @@ int strata__worker_loop_ps(strata__worker *w) {
                                .ids = tk[i],
                                .data = &w->data[tk[i].data],
                                .resident = &w->res[tk[i].resident],
-                               .rotating = &w->rot[tk[i].rotating]};
+                               .rotating = &w->rot[tk[i].rotating],
+                               .global = w->global};
         for (int c = 0; c < depth && !rc; c++) {
           tv.chunk = c;
           strata_chunk_rows(tv.rotating->nrows, depth, c, &tv.row_lo, &tv.row_hi);
@@ -207,6 +253,7 @@ int strata__worker_loop_ps(strata__worker *w) {
      * 0 once all have ended their last clock): what is scored and exported
      * is the model every update went into. */
     if (last && w->opts->model_out) rc = fill_blocks(&p, 1, 0);
+    if (!rc && w->app->block_objective) rc = ps_block_objectives(&p, pass, last ? 0 : -1, rep.partials);
     if (!rc && do_eval) {
       rc = fill_blocks(&p, 0, last ? 0 : INT_MAX / 2); /* no wait: the cache as it is */
       if (!rc) rc = strata__worker_score(w, pass, rep.partials);
@@ -224,6 +271,7 @@ done:
   if (p.tb) strata_table_free(p.tb);
   strata_free(p.off);
   strata_free(p.snap);
+  strata_free(p.gsnap);
   strata_free(p.delta);
   return rc;
 }

@@ -128,6 +128,15 @@ static int receive_setup(strata__worker *w, setup_header *h) {
   for (int i = 0; i < nr; i++) w->res[i] = (strata_block){NULL, dr[i].len, dr[i].nrows, dr[i].row_bytes};
   for (int i = 0; i < nt; i++) w->rot[i] = (strata_block){NULL, dt[i].len, dt[i].nrows, dt[i].row_bytes};
   rc = receive_blocks(w);
+  if (!rc && h->global.len) {
+    if (!(w->global = strata_calloc(1, sizeof *w->global)) ||
+        !(w->global->buf = strata_alloc_aligned(h->global.len)))
+      goto oom;
+    w->global->len = h->global.len;
+    w->global->nrows = h->global.nrows;
+    w->global->row_bytes = h->global.row_bytes;
+    rc = recv_idle(t, w->global->buf, w->global->len, TAG_GLOBAL);
+  }
   if (!rc) rc = w->app->worker_init(w->cfg, &w->setup, meta, h->meta_len, &w->state);
   goto fail;
 oom:
@@ -154,6 +163,11 @@ static int send_model(strata__worker *w) {
       rc = t->isend(t->impl, w->rot[i].buf, w->rot[i].len, 0, TAG_EXPORT, &rq);
       if (!rc) rc = strata_comm_wait_idle(t, &rq);
     }
+  if (!rc && w->me == 0 && w->global) {
+    strata_req rq = {0};
+    rc = t->isend(t->impl, w->global->buf, w->global->len, 0, TAG_GLOBAL, &rq);
+    if (!rc) rc = strata_comm_wait_idle(t, &rq);
+  }
   return rc;
 }
 

@@ -129,6 +129,7 @@ static int run_task(strata__worker *w, ring *rg, int pass, int s, const strata_t
       .data = &w->data[task->data],
       .resident = &w->res[task->resident],
       .rotating = &w->rot[r],
+      .global = w->global,
   };
   if (rg->incoming[r]) {
     int rc = adopt_incoming(w, rg, r, st);
@@ -232,6 +233,7 @@ int strata__worker_score(strata__worker *w, int pass, double *partials) {
                              .data = eb,
                              .resident = &w->res[tk[i].resident],
                              .rotating = &w->rot[tk[i].rotating],
+                             .global = w->global,
                              .chunk = -1,
                              .row_lo = 0,
                              .row_hi = w->rot[tk[i].rotating].nrows};
@@ -241,11 +243,96 @@ int strata__worker_score(strata__worker *w, int pass, double *partials) {
   return rc;
 }
 
+/* The global block on the ring: after each sub-epoch a worker sends its
+ * change (copy minus the snapshot taken at the last exchange) to every other
+ * worker, and adds theirs one sub-epoch later, in worker order, to its copy
+ * and its snapshot; at the end of a pass everything is added. */
+typedef struct gsync {
+  size_t n;         /* floats */
+  float *snap, *out, *in; /* in: P slots of n */
+  strata_req *reqs; /* 2P */
+  int pending;
+} gsync;
+
+static int gsync_finish(strata__worker *w, gsync *g, strata_worker_stats *st) {
+  if (!g->pending) return 0;
+  int P = w->sched.n_workers, rc = 0;
+  double t0 = strata_now();
+  for (int i = 0; i < 2 * P && !rc; i++) rc = strata_comm_wait(w->t, &g->reqs[i]);
+  st->wait_s += strata_now() - t0;
+  if (rc) return rc;
+  float *cur = w->global->buf;
+  for (int p = 0; p < P; p++) {
+    if (p == w->me) continue;
+    const float *d = g->in + (size_t)p * g->n;
+    for (size_t j = 0; j < g->n; j++) {
+      cur[j] += d[j];
+      g->snap[j] += d[j];
+    }
+  }
+  g->pending = 0;
+  return 0;
+}
+
+static int gsync_post(strata__worker *w, gsync *g, strata_worker_stats *st) {
+  int rc = gsync_finish(w, g, st);
+  if (rc) return rc;
+  int P = w->sched.n_workers;
+  float *cur = w->global->buf;
+  for (size_t j = 0; j < g->n; j++) {
+    g->out[j] = cur[j] - g->snap[j];
+    g->snap[j] = cur[j];
+  }
+  size_t len = g->n * sizeof(float);
+  for (int p = 0; p < P && !rc; p++) {
+    if (p == w->me) continue;
+    rc = w->t->irecv(w->t->impl, g->in + (size_t)p * g->n, len, p + 1, TAG_GSYNC, &g->reqs[p]);
+    if (!rc) rc = w->t->isend(w->t->impl, g->out, len, p + 1, TAG_GSYNC, &g->reqs[P + p]);
+    st->bytes_sent += len;
+    st->bytes_recv += len;
+  }
+  g->pending = 1;
+  return rc;
+}
+
+/* block_objective for the blocks this worker accounts for at the end of a
+ * pass: its resident blocks, the rotating blocks it computed last (in the
+ * final sub-epoch; each rotating block is used by one task per sub-epoch),
+ * and on worker 0 the global block. */
+static int ring_block_objectives(strata__worker *w, int pass, double *partials) {
+  int rc = 0, n;
+  for (int i = 0; i < w->sched.n_resident && !rc; i++)
+    if (strata_schedule_resident_owner(&w->sched, i) == w->me)
+      rc = w->app->block_objective(w->state, pass, STRATA_BLOCK_RESIDENT, i, &w->res[i], partials);
+  const strata_task *tk = strata_schedule_tasks(&w->sched, w->sched.n_subepochs - 1, w->me, &n);
+  for (int i = 0; i < n && !rc; i++)
+    rc = w->app->block_objective(w->state, pass, STRATA_BLOCK_ROTATING, tk[i].rotating,
+                                 &w->rot[tk[i].rotating], partials);
+  if (!rc && w->me == 0 && w->global)
+    rc = w->app->block_objective(w->state, pass, STRATA_BLOCK_GLOBAL, 0, w->global, partials);
+  return rc;
+}
+
 int strata__worker_loop(strata__worker *w) {
   if (strata_engine_is_ps(w->setup.mode)) return strata__worker_loop_ps(w);
   ring rg = {0};
+  gsync gs = {0};
   int rc = 0;
   int nrot = w->sched.n_rotating;
+  int sync = w->global && w->t && w->sched.n_workers > 1;
+  if (sync) {
+    int P = w->sched.n_workers;
+    gs.n = w->global->len / sizeof(float);
+    gs.snap = strata_malloc(gs.n * sizeof(float));
+    gs.out = strata_malloc(gs.n * sizeof(float));
+    gs.in = strata_malloc(gs.n * (size_t)P * sizeof(float));
+    gs.reqs = strata_calloc(2 * (size_t)P, sizeof *gs.reqs);
+    if (!gs.snap || !gs.out || !gs.in || !gs.reqs) {
+      rc = strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
+      goto done;
+    }
+    memcpy(gs.snap, w->global->buf, gs.n * sizeof(float));
+  }
   rg.S = w->sched.n_subepochs;
   rg.P = w->sched.n_workers;
   rg.depth = w->setup.depth;
@@ -288,10 +375,17 @@ int strata__worker_loop(strata__worker *w) {
         int send_to = (next != w->me && !(last && pass == passes - 1)) ? next : -1;
         rc = run_task(w, &rg, pass, s, &tk[i], send_to, rep.partials, st);
       }
+      if (!rc && sync) rc = gsync_post(w, &gs, st);
     }
+    if (!rc && sync) rc = gsync_finish(w, &gs, st);
     if (rc) break;
     st->time_s = strata_now() - t_pass;
-    if (do_eval) rc = evaluate(w, &rg, pass, rep.partials, st);
+    if (w->app->block_objective) {
+      double t0 = strata_now();
+      rc = ring_block_objectives(w, pass, rep.partials);
+      st->eval_s += strata_now() - t0;
+    }
+    if (!rc && do_eval) rc = evaluate(w, &rg, pass, rep.partials, st);
     st->cpu_s = strata_cpu_seconds() - cpu0;
     st->span_s = strata_now() - t_pass;
     if (!rc) rc = w->report(w->report_ud, &rep);
@@ -305,6 +399,10 @@ int strata__worker_loop(strata__worker *w) {
     if (!rc) rc = adopt_incoming(w, &rg, r, &dummy);
   }
 done:
+  strata_free(gs.snap);
+  strata_free(gs.out);
+  strata_free(gs.in);
+  strata_free(gs.reqs);
   for (int r = 0; rg.spare && r < nrot; r++) strata_free(rg.spare[r]);
   strata_free(rg.spare);
   strata_free(rg.in_spare);
@@ -329,5 +427,10 @@ void strata__worker_close(strata__worker *w) {
   strata_free(w->res);
   strata_free(w->rot);
   w->data = w->eval = w->res = w->rot = NULL;
+  if (w->global && w->t) { /* in serial mode the problem owns it */
+    strata_free(w->global->buf);
+    strata_free(w->global);
+  }
+  w->global = NULL;
   strata_schedule_close(&w->sched);
 }

@@ -17,7 +17,14 @@
  *    finished it, so the app must lay out each data block so that the
  *    examples touching chunk c can be processed on their own;
  *  - eval blocks (optional): held-out examples that ride with data block d
- *    and are scored against the whole model at the end of a pass.
+ *    and are scored against the whole model at the end of a pass;
+ *  - a global block (optional): float rows every worker holds a copy of and
+ *    every compute may add to (LDA's topic totals). The engine merges the
+ *    workers' changes by adding deltas: on the ring after every sub-epoch,
+ *    each worker sending its change to all others and adding theirs one
+ *    sub-epoch later (so a copy misses at most the other workers' last two
+ *    sub-epochs), and completely at the end of every pass; in
+ *    parameter-server modes as rows of the table, under its staleness rule.
  * The engine copies bytes verbatim; parameter blocks must not hold pointers.
  */
 #ifndef STRATA_APP_H
@@ -51,6 +58,7 @@ typedef struct strata_problem {
   strata_block *eval;     /* NULL, or n_data entries (len 0 = none for that block) */
   strata_block *resident; /* n_resident entries, initial values */
   strata_block *rotating; /* n_rotating entries, initial values */
+  strata_block global;    /* len 0: none; else nrows rows of row_bytes, floats */
   uint64_t n_examples;    /* training examples processed per pass */
   void *priv;             /* coordinator-only app state (id maps, ...) */
   void (*priv_free)(void *priv); /* releases priv; called by strata_problem_close */
@@ -76,9 +84,17 @@ typedef struct strata_task_view {
   const strata_block *data;
   strata_block *resident;
   strata_block *rotating;
+  strata_block *global; /* NULL when the problem has none */
   int chunk;
   uint32_t row_lo, row_hi;
 } strata_task_view;
+
+/* Which parameter block block_objective is given. */
+typedef enum strata_block_kind {
+  STRATA_BLOCK_RESIDENT,
+  STRATA_BLOCK_ROTATING,
+  STRATA_BLOCK_GLOBAL
+} strata_block_kind;
 
 /* strata_app.flags */
 /* Rotating rows are float vectors that merge by adding deltas, so the app
@@ -122,6 +138,15 @@ typedef struct strata_app {
   /* Worker, optional: score eval block tv->data against the final state of
    * the pass (resident and rotating blocks of its task, whole). */
   int (*evaluate)(void *state, const strata_task_view *tv, double *partials);
+
+  /* Worker, optional: adds objective partials of one parameter block at the
+   * end of every pass (e.g. a likelihood term per block). Across workers,
+   * every resident and rotating block and the global block is passed
+   * exactly once per pass: on the ring a rotating block by the worker that
+   * computed it last, in parameter-server modes by worker r mod P reading
+   * it under the mode's rule, the global block on worker 0. */
+  int (*block_objective)(void *state, int pass, strata_block_kind kind, int id,
+                         const strata_block *b, double *partials);
 
   /* Coordinator: objective values from the partials summed over workers. */
   void (*objectives)(const void *cfg, const strata_problem *prob, const double *partials,
