@@ -98,73 +98,6 @@ static void priv_free(void *p) {
   strata_free(m);
 }
 
-typedef struct id_load {
-  uint32_t id, count, tie;
-} id_load;
-
-static int by_count_desc(const void *a, const void *b) {
-  const id_load *x = a, *y = b;
-  if (x->count != y->count) return x->count < y->count ? 1 : -1;
-  return (x->tie > y->tie) - (x->tie < y->tie);
-}
-
-/* Min-heap of blocks keyed by (ratings, ids) assigned so far. */
-static void heap_down(uint64_t *load, uint32_t *ids, int *heap, int n, int i) {
-  for (;;) {
-    int l = 2 * i + 1, r = l + 1, m = i;
-    if (l < n && (load[heap[l]] < load[heap[m]] ||
-                  (load[heap[l]] == load[heap[m]] && ids[heap[l]] < ids[heap[m]])))
-      m = l;
-    if (r < n && (load[heap[r]] < load[heap[m]] ||
-                  (load[heap[r]] == load[heap[m]] && ids[heap[r]] < ids[heap[m]])))
-      m = r;
-    if (m == i) return;
-    int t = heap[i];
-    heap[i] = heap[m];
-    heap[m] = t;
-    i = m;
-  }
-}
-
-/*
- * Deals n ids (users or items) to B blocks so that every block gets about
- * the same number of ratings: heaviest ids first, each to the block with
- * the fewest ratings so far (ties broken by a seeded shuffle, so the
- * assignment is deterministic and light ids spread evenly). Popular ids in a
- * power-law data set would otherwise make blocks, and so workers, uneven.
- */
-static int assign_blocks(uint32_t n, int B, uint64_t seed, const uint32_t *count,
-                         uint32_t *block, uint32_t *local, uint32_t *sizes) {
-  id_load *ord = strata_malloc((size_t)(n ? n : 1) * sizeof *ord);
-  uint64_t *load = strata_calloc((size_t)B, sizeof *load);
-  int *heap = strata_malloc((size_t)B * sizeof *heap);
-  if (!ord || !load || !heap) {
-    strata_free(ord);
-    strata_free(load);
-    strata_free(heap);
-    return strata_err_set(STRATA_ENOMEM, "mf: out of memory");
-  }
-  strata_rng rng;
-  strata_rng_seed(&rng, seed);
-  for (uint32_t i = 0; i < n; i++) ord[i] = (id_load){i, count[i], (uint32_t)strata_rng_next(&rng)};
-  qsort(ord, n, sizeof *ord, by_count_desc);
-  for (int b = 0; b < B; b++) {
-    heap[b] = b;
-    sizes[b] = 0;
-  }
-  for (uint32_t x = 0; x < n; x++) {
-    int b = heap[0];
-    block[ord[x].id] = (uint32_t)b;
-    local[ord[x].id] = sizes[b]++;
-    load[b] += ord[x].count;
-    heap_down(load, sizes, heap, B, 0);
-  }
-  strata_free(ord);
-  strata_free(load);
-  strata_free(heap);
-  return 0;
-}
-
 static int read_data(const strata_mf_config *cfg, const strata_setup *setup, strata_ratings *train,
                      strata_ratings *test) {
   int rc;
@@ -365,10 +298,10 @@ static int mf_load(const void *vcfg, const strata_setup *setup, strata_problem *
     ucount[train.r[j].user]++;
     icount[train.r[j].item]++;
   }
-  if ((rc = assign_blocks(pv->n_users, B, strata_mix64(setup->seed ^ 0x55), ucount, pv->ublock,
+  if ((rc = strata_schedule_balance(pv->n_users, B, strata_mix64(setup->seed ^ 0x55), ucount, pv->ublock,
                           pv->ulocal, usz)))
     goto fail;
-  if ((rc = assign_blocks(pv->n_items, B, strata_mix64(setup->seed ^ 0x1e), icount, pv->iblock,
+  if ((rc = strata_schedule_balance(pv->n_items, B, strata_mix64(setup->seed ^ 0x1e), icount, pv->iblock,
                           pv->ilocal, isz)))
     goto fail;
 
