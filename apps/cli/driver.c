@@ -221,6 +221,7 @@ int strata_driver_main(const strata_app *app, const strata_driver *d, int argc, 
     if (!strcmp(o->name, "passes") && d->passes_default) o->def = d->passes_default;
     if (!strcmp(o->name, "depth") && d->depth_default) o->def = d->depth_default;
     if (!strcmp(o->name, "model-out") && d->model_out_help) o->help = d->model_out_help;
+    if (!strcmp(o->name, "model-out") && d->model_out_flag) o->name = d->model_out_flag;
   }
   strata_optgroup groups[2] = {{"engine options", eopts, &co},
                                {"", app->options, cfg}};

@@ -10,10 +10,11 @@
 #include <string.h>
 
 #include "apps/cli/driver.h"
+#include "apps/lda/lda_app.h"
 #include "strata/mf.h"
 #include "strata_build_info.h"
 
-static const strata_app *const apps[] = {&strata_app_mf};
+static const strata_app *const apps[] = {&strata_app_mf, &strata_app_lda};
 #define N_APPS (sizeof apps / sizeof apps[0])
 
 static void usage_main(FILE *f) {
@@ -51,6 +52,12 @@ int main(int argc, char **argv) {
       char prog[64];
       snprintf(prog, sizeof prog, "strata %s", apps[i]->name);
       strata_driver d = {.prog = prog};
+      if (apps[i] == &strata_app_lda)
+        d = (strata_driver){.prog = prog,
+                            .depth_default = "4",
+                            .model_out_flag = "topics-out",
+                            .model_out_help = "write top words per topic, doc-topic proportions "
+                                              "and the model into this directory"};
       return strata_driver_main(apps[i], &d, argc - 2, argv + 2, argc, argv);
     }
   fprintf(stderr, "strata: unknown command '%s' (see strata --help)\n", argv[1]);

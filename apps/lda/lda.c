@@ -1,0 +1,548 @@
+/*
+ * The "lda" app: topic modelling by collapsed Gibbs sampling on the strata
+ * engine (the STRADS schedule for LDA).
+ *
+ * Coordinator: read or generate the corpus, deal documents and words to B
+ * blocks each, balanced by token count, draw every token's initial topic,
+ * and build the blocks:
+ *  - resident block i (documents stay home): doc-topic counts, document
+ *    lengths and the topic of every token of block i's documents;
+ *  - rotating block j (rotates on the ring, or rows of a table in
+ *    parameter-server modes): word-topic counts of block j's words, float;
+ *  - the global block: the K topic totals, merged by deltas (see app.h);
+ *  - data block (i, j): the tokens of block i's documents whose words are in
+ *    block j, chunk by chunk (the word rows of one pipeline chunk), by
+ *    document inside a chunk so the sampler's document bucket is reused.
+ * Worker: each chunk is one sweep of the exact sampler (strata/lda.h) with
+ * a random stream drawn from (seed, pass, data block, chunk), so results do
+ * not depend on the number of workers except through the topic totals.
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strata/core.h"
+#include "strata/corpus.h"
+#include "strata/lda.h"
+#include "strata/schedule.h"
+#include "apps/lda/lda_app.h"
+
+typedef struct lda_config {
+  const char *data, *format, *vocab;
+  int topics, top;
+  double alpha, beta;
+} lda_config;
+
+typedef struct lda_meta {
+  uint32_t K, V, depth, pad;
+  double alpha, beta;
+  uint64_t n_tokens;
+  uint32_t n_docs, n_vocab_used;
+} lda_meta;
+
+/* Resident block: header, ndk[n_docs * K] int32, len[n_docs] uint32,
+ * z[n_tokens] uint16 (each part 64-byte aligned). */
+typedef struct lda_res_hdr {
+  uint32_t n_docs, K;
+  uint64_t n_tokens;
+} lda_res_hdr;
+
+typedef struct lda_res {
+  lda_res_hdr *h;
+  int32_t *ndk;
+  uint32_t *len;
+  uint16_t *z;
+} lda_res;
+
+/* Data block: header, depth + 1 chunk offsets, tokens. */
+typedef struct lda_data_hdr {
+  uint32_t n, depth;
+} lda_data_hdr;
+
+typedef struct lda_priv {
+  uint32_t n_docs, V;
+  uint32_t *dblock, *dlocal, *wblock, *wlocal;
+  strata_vocab vocab;
+} lda_priv;
+
+static const char *const lda_objective_names[] = {"loglik", "loglik_per_token", "count_errors"};
+enum { P_DOC, P_WORD, P_TOTAL, P_ERR, P_TOKENS, N_PARTIALS };
+
+#define OPT(field) offsetof(lda_config, field)
+static const strata_option lda_options[] = {
+    {"data", 'd', STRATA_OPT_STRING, OPT(data), "synth:", "FILE|synth:...", 0, 0, NULL,
+     "corpus (UCI docword, lda-c; .gz read too), or the generator: "
+     "synth:docs=D,len=L,vocab=V,topics=K,alpha=A,beta=B,seed=X"},
+    {"format", 0, STRATA_OPT_CHOICE, OPT(format), "auto", "FMT", 0, 0, "auto|uci|ldac",
+     "corpus format"},
+    {"vocab", 0, STRATA_OPT_STRING, OPT(vocab), NULL, "FILE", 0, 0, NULL,
+     "vocabulary, one word per line (names the words in --topics-out; sets V)"},
+    {"topics", 'K', STRATA_OPT_INT, OPT(topics), "100", "K", 1, 65535, NULL, "number of topics"},
+    {"alpha", 0, STRATA_OPT_DOUBLE, OPT(alpha), "0", "A", 0, 1e6, NULL,
+     "symmetric document-topic prior; 0 = 50 / K"},
+    {"beta", 0, STRATA_OPT_DOUBLE, OPT(beta), "0.01", "B", 1e-9, 1e6, NULL,
+     "symmetric topic-word prior"},
+    {"top", 0, STRATA_OPT_INT, OPT(top), "10", "N", 1, 1000, NULL,
+     "words per topic in --topics-out"},
+    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL}};
+
+static double cfg_alpha(const lda_config *c) { return c->alpha > 0 ? c->alpha : 50.0 / c->topics; }
+
+int strata__lda_top(const void *cfg) { return ((const lda_config *)cfg)->top; }
+
+static int lda_check(const void *vcfg, const strata_setup *setup) {
+  (void)vcfg;
+  if (setup->strata < setup->workers)
+    return strata_err_set(STRATA_EUSAGE, "--strata %d is fewer than the %d workers", setup->strata,
+                          setup->workers);
+  return 0;
+}
+
+static size_t al64(size_t x) { return strata_round_up(x, 64); }
+
+static size_t res_size(uint32_t n_docs, uint32_t K, uint64_t n_tokens) {
+  return al64(sizeof(lda_res_hdr)) + al64((size_t)n_docs * K * sizeof(int32_t)) +
+         al64((size_t)n_docs * sizeof(uint32_t)) + al64((size_t)n_tokens * sizeof(uint16_t));
+}
+
+static lda_res res_view(void *buf) {
+  lda_res r;
+  char *p = buf;
+  r.h = buf;
+  p += al64(sizeof(lda_res_hdr));
+  r.ndk = (int32_t *)p;
+  p += al64((size_t)r.h->n_docs * r.h->K * sizeof(int32_t));
+  r.len = (uint32_t *)p;
+  p += al64((size_t)r.h->n_docs * sizeof(uint32_t));
+  r.z = (uint16_t *)p;
+  return r;
+}
+
+static size_t data_tokens_offset(int depth) {
+  return strata_round_up(sizeof(lda_data_hdr) + (size_t)(depth + 1) * sizeof(uint32_t), 16);
+}
+
+static void priv_free(void *p) {
+  lda_priv *m = p;
+  if (!m) return;
+  strata_free(m->dblock);
+  strata_free(m->dlocal);
+  strata_free(m->wblock);
+  strata_free(m->wlocal);
+  strata_vocab_close(&m->vocab);
+  strata_free(m);
+}
+
+static int read_corpus(const lda_config *cfg, lda_priv *pv, strata_corpus *c) {
+  int rc;
+  if (cfg->vocab && (rc = strata_vocab_read(cfg->vocab, &pv->vocab))) return rc;
+  if (strncmp(cfg->data, "synth:", 6) == 0) {
+    strata_lda_synth s;
+    strata_lda_synth_defaults(&s);
+    if ((rc = strata_lda_synth_parse(cfg->data, &s))) return rc;
+    return strata_lda_synth_generate(&s, c);
+  }
+  strata_corpus_format fmt;
+  if ((rc = strata_corpus_format_parse(cfg->format, &fmt))) return rc;
+  return strata_corpus_read(cfg->data, fmt, pv->vocab.n, c);
+}
+
+/* Builds the B x B data blocks: per block, chunk of the word row, then
+ * document, then word (a counting sort on that key). */
+static int build_data(const strata_corpus *c, const lda_priv *pv, int B, int depth,
+                      const uint32_t *dsz, const uint32_t *wsz, const uint64_t *slot0,
+                      strata_problem *prob) {
+  size_t nd = (size_t)B * (size_t)B;
+  uint64_t *count = strata_calloc(nd, sizeof *count);
+  int rc = 0;
+  if (!count) return strata_err_set(STRATA_ENOMEM, "lda: out of memory");
+  for (uint32_t d = 0; d < c->n_docs; d++)
+    for (uint64_t t = c->doc_off[d]; t < c->doc_off[d + 1]; t++)
+      count[(size_t)pv->dblock[d] * B + pv->wblock[c->word[t]]]++;
+  size_t eoff = data_tokens_offset(depth);
+  for (size_t b = 0; b < nd; b++) {
+    if (count[b] > UINT32_MAX) {
+      strata_free(count);
+      return strata_err_set(STRATA_ERANGE, "lda: a data block has over 2^32 tokens: use more --strata");
+    }
+    strata_block *blk = &prob->data[b];
+    blk->len = eoff + count[b] * sizeof(strata_lda_token);
+    if (!(blk->buf = strata_alloc_aligned(blk->len))) {
+      strata_free(count);
+      return strata_err_set(STRATA_ENOMEM, "lda: out of memory for data blocks");
+    }
+    memset(blk->buf, 0, eoff);
+    lda_data_hdr *h = blk->buf;
+    h->n = (uint32_t)count[b];
+    h->depth = (uint32_t)depth;
+  }
+  /* Chunk offsets by counting; then each token's place: documents arrive in
+   * ascending local order per block, so one pass over the corpus fills each
+   * chunk by document. */
+  uint32_t *fill = strata_calloc(nd * (size_t)(depth + 1), sizeof *fill);
+  if (!fill) {
+    strata_free(count);
+    return strata_err_set(STRATA_ENOMEM, "lda: out of memory");
+  }
+  for (uint32_t d = 0; d < c->n_docs; d++)
+    for (uint64_t t = c->doc_off[d]; t < c->doc_off[d + 1]; t++) {
+      uint32_t w = c->word[t], bj = pv->wblock[w];
+      uint32_t ch = (uint32_t)(((uint64_t)(pv->wlocal[w] + 1) * (uint64_t)depth - 1) / wsz[bj]);
+      fill[((size_t)pv->dblock[d] * B + bj) * (depth + 1) + ch + 1]++;
+    }
+  for (size_t b = 0; b < nd; b++) {
+    uint32_t *f = fill + b * (depth + 1);
+    uint32_t *off = (uint32_t *)((lda_data_hdr *)prob->data[b].buf + 1);
+    for (int ch = 0; ch < depth; ch++) f[ch + 1] += f[ch];
+    memcpy(off, f, (size_t)(depth + 1) * sizeof *off);
+  }
+  /* Documents in local order within each block: visit them by block. */
+  uint32_t *order = strata_malloc(((size_t)c->n_docs + 1) * sizeof *order);
+  uint32_t *pos = strata_calloc((size_t)B + 1, sizeof *pos);
+  if (!order || !pos) {
+    rc = strata_err_set(STRATA_ENOMEM, "lda: out of memory");
+    goto done;
+  }
+  for (int b = 0; b < B; b++) pos[b + 1] = pos[b] + dsz[b];
+  for (uint32_t d = 0; d < c->n_docs; d++) order[pos[pv->dblock[d]] + pv->dlocal[d]] = d;
+  for (uint32_t k = 0; k < c->n_docs; k++) {
+    uint32_t d = order[k], bi = pv->dblock[d];
+    uint64_t slot = slot0[d];
+    for (uint64_t t = c->doc_off[d]; t < c->doc_off[d + 1]; t++, slot++) {
+      uint32_t w = c->word[t], bj = pv->wblock[w];
+      size_t b = (size_t)bi * B + bj;
+      uint32_t ch = (uint32_t)(((uint64_t)(pv->wlocal[w] + 1) * (uint64_t)depth - 1) / wsz[bj]);
+      strata_lda_token *tok = (strata_lda_token *)((char *)prob->data[b].buf + eoff);
+      uint32_t at = fill[b * (depth + 1) + ch]++;
+      tok[at] = (strata_lda_token){.doc = pv->dlocal[d], .word = pv->wlocal[w], .slot = (uint32_t)slot};
+    }
+  }
+done:
+  strata_free(order);
+  strata_free(pos);
+  strata_free(fill);
+  strata_free(count);
+  return rc;
+}
+
+static int lda_load(const void *vcfg, const strata_setup *setup, strata_problem *prob) {
+  const lda_config *cfg = vcfg;
+  strata_corpus c = {0};
+  lda_priv *pv = strata_calloc(1, sizeof *pv);
+  lda_meta *meta = strata_calloc(1, sizeof *meta);
+  uint32_t *dsz = NULL, *wsz = NULL, *dcount = NULL, *wcount = NULL;
+  uint64_t *slot0 = NULL, *ntok = NULL;
+  int B = setup->strata, depth = setup->depth, rc = 0;
+  uint32_t K = (uint32_t)cfg->topics;
+  if (!pv || !meta) goto oom;
+  if ((rc = read_corpus(cfg, pv, &c))) goto fail;
+  if (pv->vocab.n && c.n_vocab > pv->vocab.n) {
+    rc = strata_err_set(STRATA_EPARSE, "%s: word id %u is beyond the %u words of %s", cfg->data,
+                        c.n_vocab - 1, pv->vocab.n, cfg->vocab);
+    goto fail;
+  }
+  pv->n_docs = c.n_docs;
+  pv->V = pv->vocab.n ? pv->vocab.n : c.n_vocab;
+  dsz = strata_malloc((size_t)B * sizeof *dsz);
+  wsz = strata_malloc((size_t)B * sizeof *wsz);
+  dcount = strata_calloc((size_t)c.n_docs + 1, sizeof *dcount);
+  wcount = strata_calloc((size_t)pv->V + 1, sizeof *wcount);
+  pv->dblock = strata_malloc(((size_t)c.n_docs + 1) * sizeof(uint32_t));
+  pv->dlocal = strata_malloc(((size_t)c.n_docs + 1) * sizeof(uint32_t));
+  pv->wblock = strata_malloc(((size_t)pv->V + 1) * sizeof(uint32_t));
+  pv->wlocal = strata_malloc(((size_t)pv->V + 1) * sizeof(uint32_t));
+  slot0 = strata_malloc(((size_t)c.n_docs + 1) * sizeof *slot0);
+  ntok = strata_calloc((size_t)B, sizeof *ntok);
+  if (!dsz || !wsz || !dcount || !wcount || !pv->dblock || !pv->dlocal || !pv->wblock ||
+      !pv->wlocal || !slot0 || !ntok)
+    goto oom;
+  for (uint32_t d = 0; d < c.n_docs; d++) {
+    uint64_t n = c.doc_off[d + 1] - c.doc_off[d];
+    dcount[d] = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+  }
+  for (uint64_t t = 0; t < c.n_tokens; t++) wcount[c.word[t]]++;
+  if ((rc = strata_schedule_balance(c.n_docs, B, strata_mix64(setup->seed ^ 0xd0c), dcount,
+                                    pv->dblock, pv->dlocal, dsz)))
+    goto fail;
+  if ((rc = strata_schedule_balance(pv->V, B, strata_mix64(setup->seed ^ 0x3e7d), wcount,
+                                    pv->wblock, pv->wlocal, wsz)))
+    goto fail;
+  /* Token slots: block i's documents in local order, tokens in file order. */
+  {
+    uint32_t *first = strata_malloc(((size_t)c.n_docs + 1) * sizeof *first);
+    if (!first) goto oom;
+    uint32_t *pos = strata_calloc((size_t)B + 1, sizeof *pos);
+    if (!pos) {
+      strata_free(first);
+      goto oom;
+    }
+    for (int b = 0; b < B; b++) pos[b + 1] = pos[b] + dsz[b];
+    for (uint32_t d = 0; d < c.n_docs; d++) first[pos[pv->dblock[d]] + pv->dlocal[d]] = d;
+    for (uint32_t k = 0; k < c.n_docs; k++) {
+      uint32_t d = first[k], b = pv->dblock[d];
+      slot0[d] = ntok[b];
+      ntok[b] += c.doc_off[d + 1] - c.doc_off[d];
+    }
+    strata_free(first);
+    strata_free(pos);
+  }
+  if ((rc = strata_problem_alloc(prob, B * B, B, B, 0))) goto fail;
+  if ((rc = build_data(&c, pv, B, depth, dsz, wsz, slot0, prob))) goto fail;
+  size_t row_bytes = (size_t)K * sizeof(float);
+  for (int b = 0; b < B; b++) {
+    strata_block *r = &prob->resident[b], *h = &prob->rotating[b];
+    r->len = res_size(dsz[b], K, ntok[b]);
+    h->nrows = wsz[b];
+    h->row_bytes = (uint32_t)row_bytes;
+    h->len = (size_t)wsz[b] * row_bytes;
+    if (!(r->buf = strata_alloc_aligned(r->len)) || (h->len && !(h->buf = strata_alloc_aligned(h->len))))
+      goto oom;
+    memset(r->buf, 0, r->len);
+    if (h->len) memset(h->buf, 0, h->len);
+    *(lda_res_hdr *)r->buf = (lda_res_hdr){.n_docs = dsz[b], .K = K, .n_tokens = ntok[b]};
+  }
+  prob->global.nrows = 1;
+  prob->global.row_bytes = (uint32_t)row_bytes;
+  prob->global.len = row_bytes;
+  if (!(prob->global.buf = strata_alloc_aligned(row_bytes))) goto oom;
+  memset(prob->global.buf, 0, row_bytes);
+  /* Initial topics: uniform, seeded by the token's place in the corpus. */
+  float *nk = prob->global.buf;
+  for (uint32_t d = 0; d < c.n_docs; d++) {
+    lda_res r = res_view(prob->resident[pv->dblock[d]].buf);
+    uint32_t dl = pv->dlocal[d];
+    r.len[dl] = dcount[d];
+    uint64_t slot = slot0[d];
+    for (uint64_t t = c.doc_off[d]; t < c.doc_off[d + 1]; t++, slot++) {
+      uint32_t w = c.word[t];
+      uint16_t z = (uint16_t)(strata_mix64(setup->seed * 0x9e3779b97f4a7c15ull + t) % K);
+      r.z[slot] = z;
+      r.ndk[(size_t)dl * K + z]++;
+      ((float *)prob->rotating[pv->wblock[w]].buf)[(size_t)pv->wlocal[w] * K + z] += 1.0f;
+      nk[z] += 1.0f;
+    }
+  }
+  uint32_t used = 0;
+  for (uint32_t w = 0; w < pv->V; w++) used += wcount[w] > 0;
+  *meta = (lda_meta){.K = K,
+                     .V = pv->V,
+                     .depth = (uint32_t)depth,
+                     .alpha = cfg_alpha(cfg),
+                     .beta = cfg->beta,
+                     .n_tokens = c.n_tokens,
+                     .n_docs = c.n_docs,
+                     .n_vocab_used = used};
+  prob->n_examples = c.n_tokens;
+  prob->meta = meta;
+  prob->meta_len = sizeof *meta;
+  prob->priv = pv;
+  prob->priv_free = priv_free;
+  meta = NULL;
+  pv = NULL;
+  goto done;
+oom:
+  rc = strata_err_set(STRATA_ENOMEM, "lda: out of memory");
+fail:
+  strata_problem_close(prob);
+done:
+  priv_free(pv);
+  strata_free(meta);
+  strata_free(dsz);
+  strata_free(wsz);
+  strata_free(dcount);
+  strata_free(wcount);
+  strata_free(slot0);
+  strata_free(ntok);
+  strata_corpus_close(&c);
+  return rc;
+}
+
+static int lda_schedule(const void *cfg, const strata_setup *setup, const strata_problem *prob,
+                        strata_schedule *sched) {
+  (void)cfg;
+  (void)prob;
+  return strata_schedule_diagonal(sched, setup->workers, setup->strata);
+}
+
+typedef struct lda_worker {
+  lda_meta meta;
+  strata_lda_sampler *sampler;
+  uint64_t seed;
+} lda_worker;
+
+static int lda_worker_init(const void *vcfg, const strata_setup *setup, const void *meta,
+                           size_t meta_len, void **state) {
+  (void)vcfg;
+  if (meta_len != sizeof(lda_meta))
+    return strata_err_set(STRATA_ECOMM, "lda: meta of %zu bytes, expected %zu", meta_len,
+                          sizeof(lda_meta));
+  lda_worker *w = strata_calloc(1, sizeof *w);
+  if (!w) return strata_err_set(STRATA_ENOMEM, "lda: out of memory");
+  memcpy(&w->meta, meta, sizeof w->meta);
+  w->seed = setup->seed;
+  strata_lda_params p = {.K = w->meta.K, .V = w->meta.V, .alpha = w->meta.alpha, .beta = w->meta.beta};
+  int rc = strata_lda_sampler_new(&p, &w->sampler);
+  if (rc) {
+    strata_free(w);
+    return rc;
+  }
+  *state = w;
+  return 0;
+}
+
+static void lda_worker_free(void *state) {
+  lda_worker *w = state;
+  if (!w) return;
+  strata_lda_sampler_free(w->sampler);
+  strata_free(w);
+}
+
+static int lda_compute(void *state, const strata_task_view *tv, double *partials) {
+  lda_worker *w = state;
+  const lda_data_hdr *h = tv->data->buf;
+  if (!h || !h->n) return 0;
+  const uint32_t *off = (const uint32_t *)(h + 1);
+  const strata_lda_token *tok =
+      (const strata_lda_token *)((const char *)tv->data->buf + data_tokens_offset((int)h->depth));
+  uint32_t lo = off[tv->chunk], hi = off[tv->chunk + 1];
+  if (hi == lo) return 0;
+  lda_res r = res_view(tv->resident->buf);
+  /* One stream per (pass, data block, chunk): the draws do not depend on
+   * which worker runs the chunk. */
+  strata_rng rng;
+  strata_rng_seed(&rng, strata_mix64(w->seed ^ strata_mix64(((uint64_t)tv->pass << 40) ^
+                                                           ((uint64_t)tv->ids.data << 12) ^
+                                                           (uint64_t)tv->chunk)));
+  int rc = strata_lda_sweep(w->sampler, tok + lo, hi - lo, r.ndk, tv->rotating->buf,
+                            tv->global->buf, r.z, &rng);
+  if (rc) return rc;
+  partials[P_TOKENS] += (double)(hi - lo);
+  return 0;
+}
+
+/* The joint log-likelihood log p(w, z) (Griffiths & Steyvers), as sums over
+ * blocks; zero counts add nothing to any of them. */
+static int lda_block_objective(void *state, int pass, strata_block_kind kind, int id,
+                               const strata_block *b, double *partials) {
+  (void)pass;
+  (void)id;
+  lda_worker *w = state;
+  uint32_t K = w->meta.K;
+  double alpha = w->meta.alpha, beta = w->meta.beta, V = w->meta.V;
+  double s = 0, err = 0;
+  if (kind == STRATA_BLOCK_RESIDENT) {
+    lda_res r = res_view(b->buf);
+    double la = lgamma(alpha), lka = lgamma(K * alpha);
+    for (uint32_t d = 0; d < r.h->n_docs; d++) {
+      const int32_t *row = r.ndk + (size_t)d * K;
+      int64_t sum = 0;
+      for (uint32_t k = 0; k < K; k++)
+        if (row[k]) {
+          s += lgamma(row[k] + alpha) - la;
+          sum += row[k];
+          if (row[k] < 0) err += 1;
+        }
+      s += lka - lgamma(r.len[d] + K * alpha);
+      err += sum != (int64_t)r.len[d];
+    }
+    partials[P_DOC] += s;
+  } else if (kind == STRATA_BLOCK_ROTATING) {
+    const float *n = b->buf;
+    double lb = lgamma(beta);
+    for (size_t j = 0; j < (size_t)b->nrows * K; j++)
+      if (n[j] != 0.0f) {
+        s += lgamma(n[j] + beta) - lb;
+        err += n[j] < 0 || n[j] != floorf(n[j]);
+      }
+    partials[P_WORD] += s;
+  } else {
+    const float *nk = b->buf;
+    double total = 0;
+    for (uint32_t k = 0; k < K; k++) {
+      s += lgamma(V * beta) - lgamma(nk[k] + V * beta);
+      total += nk[k];
+      err += nk[k] < 0;
+    }
+    err += total != (double)w->meta.n_tokens;
+    partials[P_TOTAL] += s;
+  }
+  partials[P_ERR] += err;
+  return 0;
+}
+
+static void lda_objectives(const void *cfg, const strata_problem *prob, const double *p,
+                           double *values) {
+  (void)cfg;
+  const lda_meta *m = prob->meta;
+  double ll = p[P_DOC] + p[P_WORD] + p[P_TOTAL];
+  values[0] = ll;
+  values[1] = m && m->n_tokens ? ll / (double)m->n_tokens : 0.0 / 0.0;
+  values[2] = p[P_ERR];
+}
+
+static void lda_describe(const void *vcfg, const strata_problem *prob, strata_json *j) {
+  const lda_config *cfg = vcfg;
+  const lda_meta *m = prob->meta;
+  strata_json_string(j, "data", cfg->data);
+  strata_json_int(j, "topics", cfg->topics);
+  strata_json_number(j, "alpha", cfg_alpha(cfg));
+  strata_json_number(j, "beta", cfg->beta);
+  strata_json_int(j, "docs", m ? m->n_docs : 0);
+  strata_json_int(j, "vocab", m ? m->V : 0);
+  strata_json_int(j, "tokens", (int64_t)prob->n_examples);
+}
+
+const strata_app strata_app_lda = {
+    .name = "lda",
+    .flags = STRATA_APP_ADDITIVE,
+    .summary = "topic modelling by collapsed Gibbs sampling (exact sparse sampler)",
+    .examples =
+        "  mpirun -np 3 strata lda --data ../shared/data/uci-bow-kos/docword.kos.txt.gz \\\n"
+        "      --vocab ../shared/data/uci-bow-kos/vocab.kos.txt --topics 100 --passes 50\n"
+        "  mpirun -np 3 strata lda --data ../shared/data/lda-c-ap/ap.dat \\\n"
+        "      --vocab ../shared/data/lda-c-ap/vocab.txt --topics-out ap-topics\n"
+        "  strata lda --mode serial --data synth:docs=2000,len=100,vocab=5000,topics=20\n",
+    .options = lda_options,
+    .config_size = sizeof(lda_config),
+    .check = lda_check,
+    .n_partials = N_PARTIALS,
+    .n_objectives = 3,
+    .objective_names = lda_objective_names,
+    .load = lda_load,
+    .schedule = lda_schedule,
+    .worker_init = lda_worker_init,
+    .worker_free = lda_worker_free,
+    .compute = lda_compute,
+    .block_objective = lda_block_objective,
+    .objectives = lda_objectives,
+    .describe = lda_describe,
+    .export_model = strata__lda_export,
+};
+
+/* ---- export: what strata__lda_export needs of this file's layouts ---- */
+
+int strata__lda_layout(const strata_problem *prob, strata__lda_view *v) {
+  const lda_meta *m = prob->meta;
+  const lda_priv *pv = prob->priv;
+  if (!m || !pv) return strata_err_set(STRATA_EINVAL, "lda: no model to export");
+  v->K = m->K;
+  v->V = pv->V;
+  v->n_docs = pv->n_docs;
+  v->alpha = m->alpha;
+  v->beta = m->beta;
+  v->vocab = pv->vocab.n ? (const char *const *)pv->vocab.words : NULL;
+  v->prob = prob;
+  v->wblock = pv->wblock;
+  v->wlocal = pv->wlocal;
+  v->dblock = pv->dblock;
+  v->dlocal = pv->dlocal;
+  return 0;
+}
+
+const int32_t *strata__lda_doc_row(const strata__lda_view *v, uint32_t d, uint32_t *len) {
+  lda_res r = res_view(v->prob->resident[v->dblock[d]].buf);
+  *len = r.len[v->dlocal[d]];
+  return r.ndk + (size_t)v->dlocal[d] * v->K;
+}

@@ -1,0 +1,485 @@
+/*
+ * bench/lda_sampler.c - tokens per second of the exact LDA sampler
+ * (strata_lda_sweep) on one core, on a corpus drawn from the LDA model.
+ *
+ * The corpus comes from strata_lda_synth_generate: topics phi_k ~
+ * Dirichlet(beta) over the vocabulary, per document theta_d ~
+ * Dirichlet(alpha) and a Poisson length, tokens drawn from the model. Every
+ * token starts on a uniformly random topic, the counts are built, and each
+ * sweep resamples the whole corpus in document order (in calls of --chunk
+ * tokens). Speed grows over the first sweeps as the counts get sparser, so
+ * the median is taken over the sweeps after --warmup.
+ *
+ * --impl plain runs a textbook SparseLDA (Yao, Mimno & McCallum 2009, as
+ * in MALLET: word topics kept sorted by count, the word bucket's terms
+ * stored then scanned, the caller's word rows updated as it goes) on the
+ * same corpus, as the yardstick.
+ *
+ * Output: one line per sweep, then one JSON object with the build, the
+ * machine, every parameter, the rate of every sweep with the min, median
+ * and max after the warm-up, and whether the counts still match the
+ * topics at the end (exit status 1 if not).
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "strata/core.h"
+#include "strata/corpus.h"
+#include "strata/lda.h"
+#include "strata/options.h"
+#include "strata_build_info.h"
+
+#define PROG "lda_sampler"
+
+typedef struct bench_opts {
+  uint64_t tokens, chunk, seed;
+  int topics, vocab, len, gen_topics, sweeps, warmup;
+  double alpha, beta;
+  const char *impl;
+} bench_opts;
+
+static const strata_option bench_options[] = {
+    {"tokens", 0, STRATA_OPT_U64, offsetof(bench_opts, tokens), "10000000", "N", 1, 4e9, NULL,
+     "corpus size in tokens (documents = N / len)"},
+    {"topics", 'K', STRATA_OPT_INT, offsetof(bench_opts, topics), "100", "K", 1, 65535, NULL,
+     "topics of the sampler"},
+    {"vocab", 'V', STRATA_OPT_INT, offsetof(bench_opts, vocab), "10000", "V", 1, 1e8, NULL,
+     "vocabulary size"},
+    {"len", 0, STRATA_OPT_INT, offsetof(bench_opts, len), "100", "L", 1, 1e6, NULL,
+     "mean document length (Poisson)"},
+    {"gen-topics", 0, STRATA_OPT_INT, offsetof(bench_opts, gen_topics), "0", "K", 0, 65535, NULL,
+     "topics of the generating model (0: --topics)"},
+    {"alpha", 0, STRATA_OPT_DOUBLE, offsetof(bench_opts, alpha), "0.1", "A", 0, 1e6, NULL,
+     "document-topic prior, for generation and sampling (0: 50/K)"},
+    {"beta", 0, STRATA_OPT_DOUBLE, offsetof(bench_opts, beta), "0.01", "B", 1e-9, 1e6, NULL,
+     "topic-word prior, for generation and sampling"},
+    {"sweeps", 0, STRATA_OPT_INT, offsetof(bench_opts, sweeps), "10", "N", 1, 100000, NULL,
+     "sweeps over the corpus"},
+    {"warmup", 0, STRATA_OPT_INT, offsetof(bench_opts, warmup), "5", "N", 0, 100000, NULL,
+     "first sweeps left out of the median (all count when sweeps <= warmup)"},
+    {"chunk", 0, STRATA_OPT_U64, offsetof(bench_opts, chunk), "0", "N", 0, 4e9, NULL,
+     "tokens per strata_lda_sweep call, cut at document ends (0: the whole corpus)"},
+    {"seed", 0, STRATA_OPT_U64, offsetof(bench_opts, seed), "1", "X", 0, 0, NULL,
+     "seed of the corpus and of the sampler"},
+    {"impl", 0, STRATA_OPT_CHOICE, offsetof(bench_opts, impl), "fast", "I", 0, 0, "fast|plain",
+     "fast: strata_lda_sweep; plain: the textbook SparseLDA yardstick"},
+    {NULL},
+};
+
+/* ---- the yardstick: textbook SparseLDA ---------------------------------- */
+
+/* Word topics as (count << 16 | topic), sorted descending, one K-entry list
+ * per word built on first sight in a call. */
+typedef struct plain {
+  uint32_t K, V;
+  double alpha, beta, vbeta, ab;
+  double *inv, *coef, *qv;
+  uint16_t *dtop, *dpos;
+  uint32_t dlen;
+  uint64_t *wl;
+  uint32_t *wlen, *wstamp, stamp;
+} plain;
+
+static int plain_init(plain *p, uint32_t K, uint32_t V, double alpha, double beta) {
+  memset(p, 0, sizeof *p);
+  p->K = K;
+  p->V = V;
+  p->alpha = alpha;
+  p->beta = beta;
+  p->vbeta = V * beta;
+  p->ab = alpha * beta;
+  p->inv = strata_malloc(K * sizeof(double));
+  p->coef = strata_malloc(K * sizeof(double));
+  p->qv = strata_malloc(K * sizeof(double));
+  p->dtop = strata_malloc(K * sizeof(uint16_t));
+  p->dpos = strata_malloc(K * sizeof(uint16_t));
+  p->wl = strata_malloc((size_t)V * K * sizeof(uint64_t));
+  p->wlen = strata_calloc(V, sizeof(uint32_t));
+  p->wstamp = strata_calloc(V, sizeof(uint32_t));
+  if (!p->inv || !p->coef || !p->qv || !p->dtop || !p->dpos || !p->wl || !p->wlen || !p->wstamp)
+    return STRATA_ENOMEM;
+  return 0;
+}
+
+static void plain_close(plain *p) {
+  strata_free(p->inv);
+  strata_free(p->coef);
+  strata_free(p->qv);
+  strata_free(p->dtop);
+  strata_free(p->dpos);
+  strata_free(p->wl);
+  strata_free(p->wlen);
+  strata_free(p->wstamp);
+}
+
+static void plain_sweep(plain *p, const strata_lda_token *tok, size_t n, int32_t *ndk, float *nwk,
+                        float *nk, uint16_t *z, strata_rng *rng) {
+  const uint32_t K = p->K;
+  const double alpha = p->alpha, beta = p->beta, vbeta = p->vbeta, ab = p->ab;
+  double *inv = p->inv, *coef = p->coef, *qv = p->qv;
+  p->stamp++;
+  double s = 0, r = 0;
+  for (uint32_t k = 0; k < K; k++) {
+    inv[k] = 1.0 / (nk[k] + vbeta);
+    coef[k] = alpha * inv[k];
+    s += ab * inv[k];
+  }
+  p->dlen = 0;
+  uint32_t cur = UINT32_MAX;
+  int32_t *nd = NULL;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t d = tok[i].doc, w = tok[i].word;
+    if (d != cur) {
+      for (uint32_t j = 0; j < p->dlen; j++) coef[p->dtop[j]] = alpha * inv[p->dtop[j]];
+      nd = ndk + (size_t)d * K;
+      p->dlen = 0;
+      r = 0;
+      for (uint32_t k = 0; k < K; k++) {
+        if (!nd[k]) continue;
+        p->dpos[k] = (uint16_t)p->dlen;
+        p->dtop[p->dlen++] = (uint16_t)k;
+        coef[k] = (nd[k] + alpha) * inv[k];
+        r += beta * nd[k] * inv[k];
+      }
+      cur = d;
+    }
+    float *row = nwk + (size_t)w * K;
+    uint64_t *wl = p->wl + (size_t)w * K;
+    if (p->wstamp[w] != p->stamp) {
+      uint32_t l = 0;
+      for (uint32_t k = 0; k < K; k++)
+        if (row[k] != 0) wl[l++] = (uint64_t)row[k] << 16 | k;
+      for (uint32_t a = 1; a < l; a++) { /* insertion sort, descending */
+        uint64_t x = wl[a];
+        uint32_t b = a;
+        for (; b > 0 && wl[b - 1] < x; b--) wl[b] = wl[b - 1];
+        wl[b] = x;
+      }
+      p->wlen[w] = l;
+      p->wstamp[w] = p->stamp;
+    }
+    uint32_t len = p->wlen[w];
+    uint32_t t = z[tok[i].slot];
+
+    /* remove */
+    uint32_t at = 0;
+    while ((wl[at] & 0xffff) != t) at++;
+    wl[at] -= (uint64_t)1 << 16;
+    while (at + 1 < len && wl[at] < wl[at + 1]) {
+      uint64_t x = wl[at];
+      wl[at] = wl[at + 1];
+      wl[at + 1] = x;
+      at++;
+    }
+    if ((wl[at] >> 16) == 0) len--;
+    row[t] -= 1;
+    s -= ab * inv[t];
+    r -= beta * nd[t] * inv[t];
+    nd[t]--;
+    nk[t] -= 1;
+    inv[t] = 1.0 / (nk[t] + vbeta);
+    s += ab * inv[t];
+    r += beta * nd[t] * inv[t];
+    coef[t] = (nd[t] + alpha) * inv[t];
+    if (!nd[t]) {
+      uint32_t pos = p->dpos[t], last = p->dtop[--p->dlen];
+      p->dtop[pos] = (uint16_t)last;
+      p->dpos[last] = (uint16_t)pos;
+    }
+
+    /* word bucket */
+    double q = 0;
+    for (uint32_t j = 0; j < len; j++) {
+      qv[j] = coef[wl[j] & 0xffff] * (double)(wl[j] >> 16);
+      q += qv[j];
+    }
+    double u = strata_rng_uniform(rng) * (s + r + q);
+    uint32_t k;
+    long kat = -1;
+    if (u < q) {
+      uint32_t j = 0;
+      while (j + 1 < len && u >= qv[j]) u -= qv[j++];
+      k = wl[j] & 0xffff;
+      kat = j;
+    } else {
+      u -= q;
+      if (u < r && p->dlen) {
+        uint32_t j = 0;
+        for (; j + 1 < p->dlen; j++) {
+          double x = beta * nd[p->dtop[j]] * inv[p->dtop[j]];
+          if (u < x) break;
+          u -= x;
+        }
+        k = p->dtop[j];
+      } else {
+        u -= r;
+        k = 0;
+        for (; k + 1 < K; k++) {
+          double x = ab * inv[k];
+          if (u < x) break;
+          u -= x;
+        }
+      }
+      for (uint32_t j = 0; j < len; j++)
+        if ((wl[j] & 0xffff) == k) kat = j;
+    }
+
+    /* add */
+    if (kat < 0) {
+      kat = len;
+      wl[len++] = k;
+    }
+    at = (uint32_t)kat;
+    wl[at] += (uint64_t)1 << 16;
+    while (at > 0 && wl[at] > wl[at - 1]) {
+      uint64_t x = wl[at];
+      wl[at] = wl[at - 1];
+      wl[at - 1] = x;
+      at--;
+    }
+    p->wlen[w] = len;
+    row[k] += 1;
+    s -= ab * inv[k];
+    r -= beta * nd[k] * inv[k];
+    if (!nd[k]) {
+      p->dpos[k] = (uint16_t)p->dlen;
+      p->dtop[p->dlen++] = (uint16_t)k;
+    }
+    nd[k]++;
+    nk[k] += 1;
+    inv[k] = 1.0 / (nk[k] + vbeta);
+    s += ab * inv[k];
+    r += beta * nd[k] * inv[k];
+    coef[k] = (nd[k] + alpha) * inv[k];
+    z[tok[i].slot] = (uint16_t)k;
+  }
+}
+
+/* ---- driver ------------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(const double *v, int n) {
+  double *c = malloc((size_t)n * sizeof *c);
+  if (!c) return NAN;
+  memcpy(c, v, (size_t)n * sizeof *c);
+  qsort(c, (size_t)n, sizeof *c, cmp_double);
+  double m = n % 2 ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
+  free(c);
+  return m;
+}
+
+/* Token-weighted mean number of nonzero topics of the tokens' words and
+ * documents: what a token costs the sparse buckets. */
+static void sparsity(const strata_corpus *c, uint32_t K, const int32_t *ndk, const float *nwk,
+                     double *word_nnz, double *doc_nnz) {
+  double wsum = 0, dsum = 0;
+  for (uint32_t w = 0; w < c->n_vocab; w++) {
+    const float *row = nwk + (size_t)w * K;
+    double tot = 0, nz = 0;
+    for (uint32_t k = 0; k < K; k++) {
+      tot += row[k];
+      nz += row[k] != 0;
+    }
+    wsum += tot * nz;
+  }
+  for (uint32_t d = 0; d < c->n_docs; d++) {
+    const int32_t *row = ndk + (size_t)d * K;
+    double nz = 0;
+    for (uint32_t k = 0; k < K; k++) nz += row[k] != 0;
+    dsum += nz * (double)(c->doc_off[d + 1] - c->doc_off[d]);
+  }
+  *word_nnz = wsum / (double)c->n_tokens;
+  *doc_nnz = dsum / (double)c->n_tokens;
+}
+
+/* Whether the counts are exactly those of z (a check on both samplers). */
+static int consistent(const strata_corpus *c, uint32_t K, const int32_t *ndk, const float *nwk,
+                      const float *nk, const uint16_t *z) {
+  const size_t D = c->n_docs, V = c->n_vocab;
+  int32_t *nd = calloc(D * K, sizeof *nd);
+  float *nw = calloc(V * K, sizeof *nw), *nt = calloc(K, sizeof *nt);
+  int ok = nd && nw && nt;
+  for (uint32_t d = 0; ok && d < D; d++) {
+    for (uint64_t i = c->doc_off[d]; i < c->doc_off[d + 1]; i++) {
+      if (z[i] >= K) {
+        ok = 0;
+        break;
+      }
+      nd[(size_t)d * K + z[i]]++;
+      nw[(size_t)c->word[i] * K + z[i]] += 1;
+      nt[z[i]] += 1;
+    }
+  }
+  ok = ok && !memcmp(nd, ndk, D * K * sizeof *nd) && !memcmp(nw, nwk, V * K * sizeof *nw) &&
+       !memcmp(nt, nk, K * sizeof *nt);
+  free(nd);
+  free(nw);
+  free(nt);
+  return ok;
+}
+
+static void usage(FILE *f, const strata_optgroup *g) {
+  fprintf(f, "usage: " PROG " [options]\n"
+             "Tokens per second of the exact LDA Gibbs sampler on a corpus drawn from LDA.\n\n");
+  strata_options_help(f, g, 1);
+  fprintf(f, "\nExamples:\n"
+             "  " PROG " --topics 100\n"
+             "  " PROG " --topics 1000 --sweeps 12 --warmup 6\n"
+             "  " PROG " --topics 1000 --impl plain\n"
+             "  " PROG " --tokens 1000000 --topics 100 --chunk 20000\n");
+}
+
+int main(int argc, char **argv) {
+  bench_opts o;
+  strata_optgroup g = {"options", bench_options, &o};
+  int help = 0;
+  int rc = strata_options_defaults(&g, 1);
+  if (!rc) rc = strata_options_parse(&g, 1, argc - 1, argv + 1, &help);
+  if (rc || help) {
+    if (rc) fprintf(stderr, PROG ": %s\n", strata_err_msg());
+    else usage(stdout, &g);
+    return rc ? 2 : 0;
+  }
+  const uint32_t K = (uint32_t)o.topics;
+  if (o.alpha == 0) o.alpha = 50.0 / K;
+  if (!o.gen_topics) o.gen_topics = o.topics;
+  const int plain_impl = !strcmp(o.impl, "plain");
+  strata_options_echo(stdout, PROG ": ", &g, 1);
+
+  int code = 1;
+  strata_corpus c;
+  memset(&c, 0, sizeof c);
+  strata_lda_token *tok = NULL;
+  int32_t *ndk = NULL;
+  float *nwk = NULL, *nk = NULL;
+  uint16_t *z = NULL;
+  double *rate = NULL;
+  strata_lda_sampler *smp = NULL;
+  plain pl;
+  memset(&pl, 0, sizeof pl);
+
+  strata_lda_synth spec;
+  strata_lda_synth_defaults(&spec);
+  spec.len = (uint32_t)o.len;
+  spec.docs = (uint32_t)((o.tokens + (uint64_t)o.len - 1) / (uint64_t)o.len);
+  spec.vocab = (uint32_t)o.vocab;
+  spec.topics = (uint32_t)o.gen_topics;
+  spec.alpha = o.alpha;
+  spec.beta = o.beta;
+  spec.seed = o.seed;
+  double t0 = strata_now();
+  if ((rc = strata_lda_synth_generate(&spec, &c))) {
+    fprintf(stderr, PROG ": generating the corpus: %s\n", strata_err_msg());
+    goto done;
+  }
+  printf(PROG ": corpus: %u docs, %" PRIu64 " tokens, vocab %u (%.1f s)\n", c.n_docs, c.n_tokens,
+         c.n_vocab, strata_now() - t0);
+
+  const size_t N = (size_t)c.n_tokens, D = c.n_docs, V = c.n_vocab;
+  tok = strata_malloc(N * sizeof *tok);
+  ndk = strata_alloc_aligned(D * K * sizeof *ndk);
+  nwk = strata_alloc_aligned(V * K * sizeof *nwk);
+  nk = strata_alloc_aligned(K * sizeof *nk);
+  z = strata_malloc(N * sizeof *z);
+  rate = strata_malloc((size_t)o.sweeps * sizeof *rate);
+  if (!tok || !ndk || !nwk || !nk || !z || !rate) {
+    fprintf(stderr, PROG ": out of memory\n");
+    goto done;
+  }
+  memset(ndk, 0, D * K * sizeof *ndk);
+  memset(nwk, 0, V * K * sizeof *nwk);
+  memset(nk, 0, K * sizeof *nk);
+  strata_rng rng;
+  strata_rng_seed(&rng, strata_mix64(o.seed ^ 0x6c6461ULL));
+  for (uint32_t d = 0; d < D; d++) {
+    for (uint64_t i = c.doc_off[d]; i < c.doc_off[d + 1]; i++) {
+      uint16_t t = (uint16_t)strata_rng_below(&rng, K);
+      uint32_t w = c.word[i];
+      tok[i] = (strata_lda_token){.doc = d, .word = w, .slot = (uint32_t)i};
+      z[i] = t;
+      ndk[(size_t)d * K + t]++;
+      nwk[(size_t)w * K + t] += 1;
+      nk[t] += 1;
+    }
+  }
+
+  strata_lda_params prm = {.K = K, .V = (uint32_t)V, .alpha = o.alpha, .beta = o.beta};
+  if (plain_impl) {
+    if (plain_init(&pl, K, (uint32_t)V, o.alpha, o.beta)) {
+      fprintf(stderr, PROG ": out of memory\n");
+      goto done;
+    }
+  } else if ((rc = strata_lda_sampler_new(&prm, &smp))) {
+    fprintf(stderr, PROG ": %s\n", strata_err_msg());
+    goto done;
+  }
+
+  for (int sw = 0; sw < o.sweeps; sw++) {
+    double w0 = strata_now(), c0 = strata_cpu_seconds();
+    size_t lo = 0;
+    while (lo < N) {
+      size_t hi = o.chunk && lo + o.chunk < N ? lo + o.chunk : N;
+      while (hi < N && tok[hi].doc == tok[hi - 1].doc) hi++;
+      if (plain_impl) {
+        plain_sweep(&pl, tok + lo, hi - lo, ndk, nwk, nk, z, &rng);
+      } else if ((rc = strata_lda_sweep(smp, tok + lo, hi - lo, ndk, nwk, nk, z, &rng))) {
+        fprintf(stderr, PROG ": sweep %d: %s\n", sw + 1, strata_err_msg());
+        goto done;
+      }
+      lo = hi;
+    }
+    double wall = strata_now() - w0, cpu = strata_cpu_seconds() - c0;
+    rate[sw] = (double)N / wall;
+    double wn, dn;
+    sparsity(&c, K, ndk, nwk, &wn, &dn);
+    printf(PROG ": sweep %d: %.3f M tokens/s (%.3f s wall, %.3f s cpu), word nnz %.1f, doc nnz "
+           "%.1f\n",
+           sw + 1, rate[sw] / 1e6, wall, cpu, wn, dn);
+    fflush(stdout);
+  }
+  int from = o.sweeps > o.warmup ? o.warmup : 0;
+  double med = median(rate + from, o.sweeps - from), lo = rate[from], hi = rate[from];
+  for (int sw = from; sw < o.sweeps; sw++) {
+    if (rate[sw] < lo) lo = rate[sw];
+    if (rate[sw] > hi) hi = rate[sw];
+  }
+  const int ok = consistent(&c, K, ndk, nwk, nk, z);
+  if (!ok) fprintf(stderr, PROG ": the counts do not match the topics after the sweeps\n");
+  struct utsname un;
+  if (uname(&un)) memset(&un, 0, sizeof un);
+  printf("{\"bench\":\"lda_sampler\",\"version\":\"%s\",\"git\":\"%s\",\"flags\":\"%s\","
+         "\"compiler\":\"%s\",\"host\":\"%s\",\"machine\":\"%s\",\"cpus\":%ld,"
+         "\"impl\":\"%s\",\"tokens\":%zu,\"docs\":%zu,\"vocab\":%zu,\"topics\":%u,"
+         "\"gen_topics\":%d,\"len\":%d,\"alpha\":%g,\"beta\":%g,\"sweeps\":%d,\"warmup\":%d,"
+         "\"chunk\":%" PRIu64 ",\"seed\":%" PRIu64 ",\"tokens_per_s\":[",
+         STRATA_VERSION, STRATA_GIT_REV, STRATA_BUILD_FLAGS, STRATA_COMPILER, un.nodename,
+         un.machine, sysconf(_SC_NPROCESSORS_ONLN), o.impl, N, D, V, K, o.gen_topics, o.len,
+         o.alpha, o.beta, o.sweeps, o.warmup, o.chunk, o.seed);
+  for (int sw = 0; sw < o.sweeps; sw++) printf("%s%.0f", sw ? "," : "", rate[sw]);
+  printf("],\"measured_sweeps\":%d,\"min_tokens_per_s\":%.0f,\"median_tokens_per_s\":%.0f,"
+         "\"max_tokens_per_s\":%.0f,\"counts_consistent\":%s}\n",
+         o.sweeps - from, lo, med, hi, ok ? "true" : "false");
+  code = ok ? 0 : 1;
+
+done:
+  strata_lda_sampler_free(smp);
+  plain_close(&pl);
+  strata_free(rate);
+  strata_free(z);
+  strata_free(nk);
+  strata_free(nwk);
+  strata_free(ndk);
+  strata_free(tok);
+  strata_corpus_close(&c);
+  return code;
+}
