@@ -1,6 +1,7 @@
 /*
  * The run summary: the JSON object benchmarks and plots consume.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
@@ -121,6 +122,11 @@ static int fill(FILE *f, void *ud) {
   strata_json_number(&j, "wall_s", r->wall_s);
   strata_json_number(&j, "time_per_pass_s", r->time_per_pass_s);
   strata_json_number(&j, "updates_per_s", r->updates_per_s);
+  if (app->unit) {
+    char key[64];
+    snprintf(key, sizeof key, "%s_per_s", app->unit);
+    strata_json_number(&j, key, r->updates_per_s);
+  }
   strata_json_number(&j, "mean_pass_s", r->mean_pass_s);
   for (int i = 0; i < app->n_objectives; i++)
     strata_json_number(&j, app->objective_names[i], r->objectives[i]);

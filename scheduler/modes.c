@@ -28,6 +28,7 @@ int strata_engine_resolve(strata_engine_opts *o, int s_given, int wpc_given, int
                             "--%s applies to the parameter-server modes (bsp, absp, ssp, essp, "
                             "async), not --mode %s",
                             s_given ? "staleness" : wpc_given ? "wpc" : "prefetch", m);
+    o->wpc = 0; /* an app default does not apply */
     return 0;
   }
   if (s_given && o->staleness < 0)
@@ -47,7 +48,8 @@ int strata_engine_resolve(strata_engine_opts *o, int s_given, int wpc_given, int
   if (!strcmp(m, "async") && s_given)
     return strata_err_set(STRATA_EUSAGE, "--mode async never waits: --staleness does not apply");
   if (!s_given) o->staleness = (!strcmp(m, "ssp") || !strcmp(m, "essp")) ? 1 : 0;
-  if (!wpc_given) o->wpc = 1;
+  /* Not given: the app's default (wpc > 0 on entry) where the mode takes one. */
+  if (!wpc_given && (!(o->wpc > 0) || !strcmp(m, "bsp"))) o->wpc = 1;
   if (o->wpc >= 1 && o->wpc != floor(o->wpc))
     return strata_err_set(STRATA_EUSAGE, "--wpc above 1 must be a whole number of passes, got %g",
                           o->wpc);

@@ -81,9 +81,9 @@ void strata_driver_summary(const strata_run_result *r, const strata_engine_opts 
   printf("summary: %s %s, %d worker%s, %d strata, %d passes, %llu examples\n", app->name, r->mode,
          r->workers, r->workers == 1 ? "" : "s", r->strata, r->passes,
          (unsigned long long)r->n_examples);
-  printf("  time per pass %.4f s (median of passes %s), %.2f M updates/s, training %.2f s, load %.2f s\n",
-         r->time_per_pass_s, r->passes > 1 ? "2..N" : "1", r->updates_per_s / 1e6, r->wall_s,
-         r->load_s);
+  printf("  time per pass %.4f s (median of passes %s), %.2f M %s/s, training %.2f s, load %.2f s\n",
+         r->time_per_pass_s, r->passes > 1 ? "2..N" : "1", r->updates_per_s / 1e6,
+         app->unit ? app->unit : "updates", r->wall_s, r->load_s);
   printf("  objectives:");
   for (int i = 0; i < app->n_objectives; i++)
     if (!isnan(r->objectives[i])) printf(" %s %.4f", app->objective_names[i], r->objectives[i]);
@@ -163,14 +163,16 @@ static int only_keys(const char *flag, const char *spec, const char *keys, const
 }
 
 /* The parameter-server, straggler and disruption flags into engine terms. */
-static int engine_flags(cli_opts *co) {
+static int engine_flags(cli_opts *co, const strata_driver *drv) {
   strata_engine_opts *e = &co->eng;
   long v = 0;
   int rc = 0;
   e->staleness = -1;
   if (co->staleness && (rc = parse_long("staleness", co->staleness, 0, 1000000, &v))) return rc;
   if (co->staleness) e->staleness = (int)v;
-  if (co->wpc && (rc = parse_real("wpc", co->wpc, &e->wpc))) return rc;
+  /* The app's default work per clock reaches resolve as a value not given. */
+  const char *wpc = co->wpc ? co->wpc : drv->wpc_default;
+  if (wpc && (rc = parse_real("wpc", wpc, &e->wpc))) return rc;
   int pf = strcmp(co->prefetch, "auto") != 0;
   e->prefetch = !strcmp(co->prefetch, "none")           ? STRATA_PREFETCH_NONE
                 : !strcmp(co->prefetch, "aggressive")   ? STRATA_PREFETCH_AGGRESSIVE
@@ -216,12 +218,20 @@ int strata_driver_main(const strata_app *app, const strata_driver *d, int argc, 
   void *cfg = strata_calloc(1, app->config_size);
   /* The engine's table with this program's defaults. */
   strata_option eopts[sizeof engine_options / sizeof engine_options[0]];
+  char wpc_help[160];
   memcpy(eopts, engine_options, sizeof eopts);
   for (strata_option *o = eopts; o->name; o++) {
     if (!strcmp(o->name, "passes") && d->passes_default) o->def = d->passes_default;
     if (!strcmp(o->name, "depth") && d->depth_default) o->def = d->depth_default;
     if (!strcmp(o->name, "model-out") && d->model_out_help) o->help = d->model_out_help;
     if (!strcmp(o->name, "model-out") && d->model_out_flag) o->name = d->model_out_flag;
+    if (!strcmp(o->name, "wpc") && d->wpc_default) {
+      snprintf(wpc_help, sizeof wpc_help,
+               "absp/ssp/essp/async: work per clock in passes, 1/K or a whole number "
+               "(default %s)",
+               d->wpc_default);
+      o->help = wpc_help;
+    }
   }
   strata_optgroup groups[2] = {{"engine options", eopts, &co},
                                {"", app->options, cfg}};
@@ -244,7 +254,7 @@ int strata_driver_main(const strata_app *app, const strata_driver *d, int argc, 
   }
   co.eng.seed = co.seed;
   co.eng.progress = !co.quiet;
-  if ((rc = engine_flags(&co))) goto out;
+  if ((rc = engine_flags(&co, d))) goto out;
   int serial = strcmp(co.eng.mode, "serial") == 0;
   int P = serial ? 1 : t.size - 1;
   if (serial && t.size != 1) {

@@ -21,6 +21,7 @@ typedef struct strata_driver {
   const char *depth_default;  /* NULL: "8" */
   const char *model_out_help; /* NULL: "export the final model into this directory" */
   const char *model_out_flag; /* NULL: "model-out"; the name of that option for this app */
+  const char *wpc_default;    /* NULL: "1"; --wpc when not given (absp, ssp, essp, async) */
   /* Rank 0, after a successful run: the summary on stdout (NULL: the
    * default one, strata_driver_summary). */
   void (*summary)(const strata_run_result *r, const strata_engine_opts *opts);

@@ -55,6 +55,10 @@ int main(int argc, char **argv) {
       if (apps[i] == &strata_app_lda)
         d = (strata_driver){.prog = prog,
                             .depth_default = "4",
+                            /* Gibbs sampling loses more to counts a pass
+                             * old than SGD does: clocks of a quarter pass
+                             * keep ssp's s = 1 within half a pass. */
+                            .wpc_default = "0.25",
                             .model_out_flag = "topics-out",
                             .model_out_help = "write top words per topic, doc-topic proportions "
                                               "and the model into this directory"};

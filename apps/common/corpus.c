@@ -87,7 +87,10 @@ static int read_failed(line_reader *rd) {
   if (errnum == Z_MEM_ERROR)
     return strata_err_set(STRATA_ENOMEM, "%s:%zu: out of memory decompressing", rd->path,
                           rd->lineno + 1);
-  /* Z_BUF_ERROR is zlib's "unexpected end of file": a cut gzip stream. */
+  /* Z_BUF_ERROR is zlib's "unexpected end of file": a cut gzip stream.
+   * zlib prefixes its message with "<fd:N>: ", which names nothing here. */
+  const char *colon = msg && msg[0] == '<' ? strstr(msg, ">: ") : NULL;
+  if (colon) msg = colon + 3;
   return strata_err_set(STRATA_EPARSE, "%s:%zu: corrupt or truncated gzip data: %s", rd->path,
                         rd->lineno + 1, msg);
 }

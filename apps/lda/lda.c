@@ -35,12 +35,20 @@ typedef struct lda_config {
   double alpha, beta;
 } lda_config;
 
+/* What every worker gets: this header, then woff[B + 1] (first word row of
+ * each rotating block) and wcount[V] (tokens per word row, block by block),
+ * which the count checks compare the word-topic rows against. */
 typedef struct lda_meta {
-  uint32_t K, V, depth, pad;
+  uint32_t K, V, depth, B;
   double alpha, beta;
   uint64_t n_tokens;
   uint32_t n_docs, n_vocab_used;
 } lda_meta;
+
+static size_t meta_size(uint32_t B, uint32_t V) {
+  return sizeof(lda_meta) + ((size_t)B + 1 + V) * sizeof(uint32_t);
+}
+static const uint32_t *meta_woff(const lda_meta *m) { return (const uint32_t *)(m + 1); }
 
 /* Resident block: header, ndk[n_docs * K] int32, len[n_docs] uint32,
  * z[n_tokens] uint16 (each part 64-byte aligned). */
@@ -67,8 +75,11 @@ typedef struct lda_priv {
   strata_vocab vocab;
 } lda_priv;
 
-static const char *const lda_objective_names[] = {"loglik", "loglik_per_token", "count_errors"};
-enum { P_DOC, P_WORD, P_TOTAL, P_ERR, P_TOKENS, N_PARTIALS };
+static const char *const lda_objective_names[] = {"loglik", "loglik_per_token", "count_errors",
+                                                   "count_mismatch"};
+/* P_CHK_DW, P_CHK_WT: topic-weighted checksums that cancel when the
+ * doc-topic, word-topic and total counts agree (see lda_block_objective). */
+enum { P_DOC, P_WORD, P_TOTAL, P_ERR, P_TOKENS, P_CHK_DW, P_CHK_WT, N_PARTIALS };
 
 #define OPT(field) offsetof(lda_config, field)
 static const strata_option lda_options[] = {
@@ -231,12 +242,12 @@ static int lda_load(const void *vcfg, const strata_setup *setup, strata_problem 
   const lda_config *cfg = vcfg;
   strata_corpus c = {0};
   lda_priv *pv = strata_calloc(1, sizeof *pv);
-  lda_meta *meta = strata_calloc(1, sizeof *meta);
+  lda_meta *meta = NULL;
   uint32_t *dsz = NULL, *wsz = NULL, *dcount = NULL, *wcount = NULL;
   uint64_t *slot0 = NULL, *ntok = NULL;
   int B = setup->strata, depth = setup->depth, rc = 0;
   uint32_t K = (uint32_t)cfg->topics;
-  if (!pv || !meta) goto oom;
+  if (!pv) goto oom;
   if ((rc = read_corpus(cfg, pv, &c))) goto fail;
   if (pv->vocab.n && c.n_vocab > pv->vocab.n) {
     rc = strata_err_set(STRATA_EPARSE, "%s: word id %u is beyond the %u words of %s", cfg->data,
@@ -245,6 +256,7 @@ static int lda_load(const void *vcfg, const strata_setup *setup, strata_problem 
   }
   pv->n_docs = c.n_docs;
   pv->V = pv->vocab.n ? pv->vocab.n : c.n_vocab;
+  if (!(meta = strata_calloc(1, meta_size((uint32_t)B, pv->V)))) goto oom;
   dsz = strata_malloc((size_t)B * sizeof *dsz);
   wsz = strata_malloc((size_t)B * sizeof *wsz);
   dcount = strata_calloc((size_t)c.n_docs + 1, sizeof *dcount);
@@ -329,14 +341,20 @@ static int lda_load(const void *vcfg, const strata_setup *setup, strata_problem 
   *meta = (lda_meta){.K = K,
                      .V = pv->V,
                      .depth = (uint32_t)depth,
+                     .B = (uint32_t)B,
                      .alpha = cfg_alpha(cfg),
                      .beta = cfg->beta,
                      .n_tokens = c.n_tokens,
                      .n_docs = c.n_docs,
                      .n_vocab_used = used};
+  {
+    uint32_t *woff = (uint32_t *)(meta + 1), *wc = woff + B + 1;
+    for (int b = 0; b < B; b++) woff[b + 1] = woff[b] + wsz[b];
+    for (uint32_t w = 0; w < pv->V; w++) wc[woff[pv->wblock[w]] + pv->wlocal[w]] = wcount[w];
+  }
   prob->n_examples = c.n_tokens;
   prob->meta = meta;
-  prob->meta_len = sizeof *meta;
+  prob->meta_len = meta_size((uint32_t)B, pv->V);
   prob->priv = pv;
   prob->priv_free = priv_free;
   meta = NULL;
@@ -368,36 +386,51 @@ static int lda_schedule(const void *cfg, const strata_setup *setup, const strata
 
 typedef struct lda_worker {
   lda_meta meta;
+  uint32_t *woff, *wcount; /* see lda_meta */
+  int32_t *recount;        /* K: a document's topics recounted from z */
   strata_lda_sampler *sampler;
   uint64_t seed;
 } lda_worker;
-
-static int lda_worker_init(const void *vcfg, const strata_setup *setup, const void *meta,
-                           size_t meta_len, void **state) {
-  (void)vcfg;
-  if (meta_len != sizeof(lda_meta))
-    return strata_err_set(STRATA_ECOMM, "lda: meta of %zu bytes, expected %zu", meta_len,
-                          sizeof(lda_meta));
-  lda_worker *w = strata_calloc(1, sizeof *w);
-  if (!w) return strata_err_set(STRATA_ENOMEM, "lda: out of memory");
-  memcpy(&w->meta, meta, sizeof w->meta);
-  w->seed = setup->seed;
-  strata_lda_params p = {.K = w->meta.K, .V = w->meta.V, .alpha = w->meta.alpha, .beta = w->meta.beta};
-  int rc = strata_lda_sampler_new(&p, &w->sampler);
-  if (rc) {
-    strata_free(w);
-    return rc;
-  }
-  *state = w;
-  return 0;
-}
 
 static void lda_worker_free(void *state) {
   lda_worker *w = state;
   if (!w) return;
   strata_lda_sampler_free(w->sampler);
+  strata_free(w->woff);
+  strata_free(w->recount);
   strata_free(w);
 }
+
+static int lda_worker_init(const void *vcfg, const strata_setup *setup, const void *meta,
+                           size_t meta_len, void **state) {
+  (void)vcfg;
+  const lda_meta *m = meta;
+  if (meta_len < sizeof(lda_meta) || meta_len != meta_size(m->B, m->V))
+    return strata_err_set(STRATA_ECOMM, "lda: meta of %zu bytes does not match its header",
+                          meta_len);
+  lda_worker *w = strata_calloc(1, sizeof *w);
+  if (!w) return strata_err_set(STRATA_ENOMEM, "lda: out of memory");
+  memcpy(&w->meta, m, sizeof w->meta);
+  size_t nw = (size_t)m->B + 1 + m->V;
+  w->woff = strata_malloc(nw * sizeof(uint32_t));
+  w->recount = strata_malloc((size_t)m->K * sizeof(int32_t));
+  int rc = 0;
+  if (!w->woff || !w->recount) {
+    rc = strata_err_set(STRATA_ENOMEM, "lda: out of memory");
+    goto fail;
+  }
+  memcpy(w->woff, meta_woff(m), nw * sizeof(uint32_t));
+  w->wcount = w->woff + m->B + 1;
+  w->seed = setup->seed;
+  strata_lda_params p = {.K = m->K, .V = m->V, .alpha = m->alpha, .beta = m->beta};
+  if ((rc = strata_lda_sampler_new(&p, &w->sampler))) goto fail;
+  *state = w;
+  return 0;
+fail:
+  lda_worker_free(w);
+  return rc;
+}
+
 
 static int lda_compute(void *state, const strata_task_view *tv, double *partials) {
   lda_worker *w = state;
@@ -422,51 +455,84 @@ static int lda_compute(void *state, const strata_task_view *tv, double *partials
   return 0;
 }
 
-/* The joint log-likelihood log p(w, z) (Griffiths & Steyvers), as sums over
- * blocks; zero counts add nothing to any of them. */
+/* A small weight per topic for the count checksums: sums of count x weight
+ * stay far below 2^53, so they are exact in double and cancel exactly. */
+static double topic_weight(uint32_t k) { return (double)(1 + (k * 2654435761u >> 7) % 1021); }
+
+/*
+ * The joint log-likelihood log p(w, z) (Griffiths & Steyvers), as sums over
+ * blocks (zero counts add nothing), and the count checks:
+ *  - count_errors, invariants of each block alone, which hold in every mode
+ *    even when a parameter-server read is stale (every delta a sweep sends
+ *    moves counts between topics of one row): a document's topic counts
+ *    equal its tokens' topics recounted from z; word-topic counts are
+ *    whole, >= 0 and sum to the word's token count; totals are >= 0 and sum
+ *    to the corpus's tokens;
+ *  - count_mismatch, across blocks: per topic, documents, words and totals
+ *    hold the same counts (checked through topic-weighted sums). Exact at
+ *    every pass end in serial, scheduled and bsp modes, and after the last
+ *    pass in every mode; between passes the relaxed modes read rows that may
+ *    miss other workers' latest clocks.
+ */
 static int lda_block_objective(void *state, int pass, strata_block_kind kind, int id,
                                const strata_block *b, double *partials) {
   (void)pass;
-  (void)id;
   lda_worker *w = state;
   uint32_t K = w->meta.K;
   double alpha = w->meta.alpha, beta = w->meta.beta, V = w->meta.V;
-  double s = 0, err = 0;
+  double s = 0, err = 0, chk = 0;
   if (kind == STRATA_BLOCK_RESIDENT) {
     lda_res r = res_view(b->buf);
     double la = lgamma(alpha), lka = lgamma(K * alpha);
+    uint64_t slot = 0;
     for (uint32_t d = 0; d < r.h->n_docs; d++) {
       const int32_t *row = r.ndk + (size_t)d * K;
-      int64_t sum = 0;
-      for (uint32_t k = 0; k < K; k++)
-        if (row[k]) {
-          s += lgamma(row[k] + alpha) - la;
-          sum += row[k];
-          if (row[k] < 0) err += 1;
-        }
+      memset(w->recount, 0, (size_t)K * sizeof *w->recount);
+      for (uint32_t t = 0; t < r.len[d] && slot < r.h->n_tokens; t++, slot++)
+        if (r.z[slot] < K) w->recount[r.z[slot]]++;
+      for (uint32_t k = 0; k < K; k++) {
+        err += row[k] != w->recount[k];
+        if (row[k] > 0) s += lgamma(row[k] + alpha) - la;
+        chk += row[k] * topic_weight(k);
+      }
       s += lka - lgamma(r.len[d] + K * alpha);
-      err += sum != (int64_t)r.len[d];
     }
+    err += slot != r.h->n_tokens;
     partials[P_DOC] += s;
+    partials[P_CHK_DW] += chk;
   } else if (kind == STRATA_BLOCK_ROTATING) {
     const float *n = b->buf;
     double lb = lgamma(beta);
-    for (size_t j = 0; j < (size_t)b->nrows * K; j++)
-      if (n[j] != 0.0f) {
-        s += lgamma(n[j] + beta) - lb;
-        err += n[j] < 0 || n[j] != floorf(n[j]);
+    const uint32_t *wc = w->wcount + w->woff[id];
+    if (id < 0 || (uint32_t)id >= w->meta.B || w->woff[id + 1] - w->woff[id] != b->nrows)
+      return strata_err_set(STRATA_EINVAL, "lda: rotating block %d does not match the corpus", id);
+    for (uint32_t row = 0; row < b->nrows; row++) {
+      double sum = 0;
+      for (uint32_t k = 0; k < K; k++) {
+        float x = n[(size_t)row * K + k];
+        if (x == 0.0f) continue;
+        s += lgamma(x + beta) - lb;
+        err += x < 0 || x != floorf(x);
+        sum += x;
+        chk += x * topic_weight(k);
       }
+      err += sum != (double)wc[row];
+    }
     partials[P_WORD] += s;
+    partials[P_CHK_DW] -= chk;
+    partials[P_CHK_WT] += chk;
   } else {
     const float *nk = b->buf;
     double total = 0;
     for (uint32_t k = 0; k < K; k++) {
       s += lgamma(V * beta) - lgamma(nk[k] + V * beta);
       total += nk[k];
-      err += nk[k] < 0;
+      err += nk[k] < 0 || nk[k] != floorf(nk[k]);
+      chk += nk[k] * topic_weight(k);
     }
     err += total != (double)w->meta.n_tokens;
     partials[P_TOTAL] += s;
+    partials[P_CHK_WT] -= chk;
   }
   partials[P_ERR] += err;
   return 0;
@@ -480,6 +546,7 @@ static void lda_objectives(const void *cfg, const strata_problem *prob, const do
   values[0] = ll;
   values[1] = m && m->n_tokens ? ll / (double)m->n_tokens : 0.0 / 0.0;
   values[2] = p[P_ERR];
+  values[3] = (p[P_CHK_DW] != 0) + (p[P_CHK_WT] != 0);
 }
 
 static void lda_describe(const void *vcfg, const strata_problem *prob, strata_json *j) {
@@ -498,6 +565,7 @@ const strata_app strata_app_lda = {
     .name = "lda",
     .flags = STRATA_APP_ADDITIVE,
     .summary = "topic modelling by collapsed Gibbs sampling (exact sparse sampler)",
+    .unit = "tokens",
     .examples =
         "  mpirun -np 3 strata lda --data ../shared/data/uci-bow-kos/docword.kos.txt.gz \\\n"
         "      --vocab ../shared/data/uci-bow-kos/vocab.kos.txt --topics 100 --passes 50\n"
@@ -508,7 +576,7 @@ const strata_app strata_app_lda = {
     .config_size = sizeof(lda_config),
     .check = lda_check,
     .n_partials = N_PARTIALS,
-    .n_objectives = 3,
+    .n_objectives = 4,
     .objective_names = lda_objective_names,
     .load = lda_load,
     .schedule = lda_schedule,

@@ -107,6 +107,9 @@ typedef struct strata_app {
   unsigned flags;       /* STRATA_APP_* */
   const char *summary;  /* one line for `strata --help` */
   const char *examples; /* shown at the end of `strata NAME --help` */
+  const char *unit;     /* what one example is, plural ("ratings", "tokens"): the
+                           summary prints M UNIT/s and the metrics add UNIT_per_s
+                           beside updates_per_s; NULL: "updates" */
 
   /* Options: a table filling a config struct of config_size bytes. Every
    * rank parses the same argv, so every rank holds the same config. */

@@ -41,9 +41,11 @@ typedef struct strata_engine_opts {
 /* Whether mode names a parameter-server back-end. */
 STRATA_EXPORT int strata_engine_is_ps(const char *mode);
 
-/* Checks the mode's settings and fills its defaults: staleness < 0 and
- * wpc <= 0 mean "not given". bsp takes neither, absp only --wpc, async no
- * staleness, scheduled and serial none of them. STRATA_EUSAGE + message. */
+/* Checks the mode's settings and fills its defaults: staleness < 0 means
+ * "not given"; wpc is given by the flag wpc_given, and otherwise, when > 0,
+ * is the app's default for the modes that take one (bsp: always 1). bsp
+ * takes neither flag, absp only --wpc, async no staleness, scheduled and
+ * serial none of them. STRATA_EUSAGE + message. */
 STRATA_EXPORT int strata_engine_resolve(strata_engine_opts *o, int staleness_given,
                                         int wpc_given, int prefetch_given);
 

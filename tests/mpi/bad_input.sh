@@ -16,11 +16,19 @@ PROG=("$STRATA" mf)
 PREFIX="strata mf: "
 METRICS=m.json
 MODEL=model
+MODEL_FLAG=--model-out
 
 printf '1\t10\t4\n2\t20\t3\n3\t30\t5\n4\t10\t2\n' >good.txt
 : >empty.txt
 printf '1 10 4\n2 20 3\n1 x 3\n4 10 2\n' >bad.txt
 printf '1\t10\t4\n2\t20\tnan\n' >nan.txt
+# LDA corpora: UCI docword (D, W, NNZ, then "doc word count") and lda-c.
+printf '3\n5\n4\n1 1 2\n1 3 1\n2 2 0\n3 5 1\n' >count0.txt
+printf '3\n5\n4\n1 1 2\n1 3 1\n2 6 1\n3 5 1\n' >word6.txt
+gzip -c word6.txt >word6.txt.gz
+printf '3\n5\n5\n1 1 2\n1 3 1\n2 2 1\n' >short.txt
+printf '2 0:1 1:2\n2 0:1 5:1\n' >ap.dat
+printf 'a\nb\nc\n' >vocab3.txt
 printf '1\t10\t4\n-2\t20\t3\n' >neg.txt
 printf '1\t10\t4\n2\t20\n' >badtest.txt
 
@@ -65,12 +73,21 @@ case $CASE in
   blocksum-strata-one)
     PROG=("$STRATA_BLOCKSUM") PREFIX="strata_blocksum: "
     WANT=2 MSG="--strata 1" ARGS=(--strata 1) ;;
+  lda-*) PROG=("$STRATA" lda) PREFIX="strata lda: " MODEL_FLAG=--topics-out ;;&
+  lda-count-zero) WANT=1 MSG="count0.txt:6: count 0" ARGS=(--data count0.txt) ;;
+  lda-word-beyond-vocab) WANT=1 MSG="word6.txt:6: wordID 6" ARGS=(--data word6.txt) ;;
+  lda-word-beyond-vocab-gz) WANT=1 MSG="word6.txt.gz:6: wordID 6" ARGS=(--data word6.txt.gz) ;;
+  lda-truncated) WANT=1 MSG="short.txt:6: truncated" ARGS=(--data short.txt) ;;
+  lda-ldac-beyond-vocab) WANT=1 MSG="ap.dat:2: word id 5" ARGS=(--data ap.dat --vocab vocab3.txt) ;;
+  lda-missing-file) WANT=1 MSG="missing.dat: cannot open" ARGS=(--data missing.dat) ;;
+  lda-bad-synth) WANT=2 MSG="--data synth: bad value 'x' for 'docs'" ARGS=(--data synth:docs=x) ;;
+  lda-topics-zero) WANT=2 MSG="--topics" ARGS=(--topics 0) ;;
   *) fail "unknown case $CASE" ;;
 esac
 
-echo "case $CASE: np $NP: ${PROG[*]} ${ARGS[*]} -q --metrics-out $METRICS --model-out $MODEL"
+echo "case $CASE: np $NP: ${PROG[*]} ${ARGS[*]} -q --metrics-out $METRICS $MODEL_FLAG $MODEL"
 start=$(date +%s.%N)
-cmd=("${PROG[@]}" "${ARGS[@]}" -q --metrics-out "$METRICS" --model-out "$MODEL")
+cmd=("${PROG[@]}" "${ARGS[@]}" -q --metrics-out "$METRICS" "$MODEL_FLAG" "$MODEL")
 mpi_wrapped "$NP" "${cmd[@]}" >stdout.txt 2>stderr.txt
 rc=$?
 secs=$(python3 -c "import sys; print('%.2f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$start" "$(date +%s.%N)")

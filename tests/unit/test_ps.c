@@ -17,6 +17,7 @@
 
 #include "comm/ps.h"
 #include "strata/core.h"
+#include "strata/engine.h"
 #include "strata/error.h"
 
 /* ---- vector clock ---------------------------------------------------- */
@@ -575,6 +576,58 @@ static void test_msg_check_bad(void **state) {
   strata_free(m);
 }
 
+/* strata_engine_resolve: each mode's defaults, an app's default work per
+ * clock (wpc > 0 on entry, not given), and the flags a mode refuses. */
+static strata_engine_opts resolved(const char *mode, int s, double wpc, int s_given, int wpc_given,
+                                   int *rc) {
+  strata_engine_opts o;
+  memset(&o, 0, sizeof o);
+  o.mode = mode;
+  o.staleness = s;
+  o.wpc = wpc;
+  *rc = strata_engine_resolve(&o, s_given, wpc_given, 0);
+  return o;
+}
+
+static void test_resolve_defaults(void **state) {
+  (void)state;
+  int rc;
+  strata_engine_opts o = resolved("ssp", -1, 0, 0, 0, &rc);
+  assert_int_equal(rc, 0);
+  assert_int_equal(o.staleness, 1);
+  assert_true(o.wpc == 1);
+  assert_int_equal(o.prefetch, STRATA_PREFETCH_CONSERVATIVE);
+  o = resolved("async", -1, 0, 0, 0, &rc);
+  assert_int_equal(rc, 0);
+  assert_int_equal(o.prefetch, STRATA_PREFETCH_AGGRESSIVE);
+  /* An app default applies to ssp, essp, absp and async, never to bsp... */
+  const char *takes[] = {"ssp", "essp", "absp", "async"};
+  for (int i = 0; i < 4; i++) {
+    o = resolved(takes[i], -1, 0.25, 0, 0, &rc);
+    assert_int_equal(rc, 0);
+    assert_true(o.wpc == 0.25);
+  }
+  o = resolved("bsp", -1, 0.25, 0, 0, &rc);
+  assert_int_equal(rc, 0);
+  assert_true(o.wpc == 1);
+  /* ... and a given --wpc wins over it. */
+  o = resolved("ssp", -1, 0.5, 0, 1, &rc);
+  assert_int_equal(rc, 0);
+  assert_true(o.wpc == 0.5);
+  /* Scheduled and serial modes ignore an app default and refuse the flag. */
+  o = resolved("scheduled", -1, 0.25, 0, 0, &rc);
+  assert_int_equal(rc, 0);
+  assert_true(o.wpc == 0);
+  o = resolved("serial", -1, 0.25, 0, 1, &rc);
+  assert_int_equal(rc, STRATA_EUSAGE);
+  assert_non_null(strstr(strata_err_msg(), "--wpc"));
+  o = resolved("bsp", 2, 0, 1, 0, &rc);
+  assert_int_equal(rc, STRATA_EUSAGE);
+  o = resolved("ssp", -1, 0.3, 0, 1, &rc);
+  assert_int_equal(rc, STRATA_EUSAGE);
+  assert_non_null(strstr(strata_err_msg(), "divide a pass"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_vclock_in_order, setup, teardown),
@@ -596,6 +649,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_msg_size, setup, teardown),
       cmocka_unit_test_setup_teardown(test_msg_check_good, setup, teardown),
       cmocka_unit_test_setup_teardown(test_msg_check_bad, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_resolve_defaults, setup, teardown),
   };
   return cmocka_run_group_tests_name("ps", tests, NULL, NULL);
 }
