@@ -174,6 +174,54 @@ int strata_ratings_push(strata_ratings *rs, uint32_t user, uint32_t item, float 
   return 0;
 }
 
+/* Appends copies 1..copies-1 of the ids of m's first n indices. */
+static int tile_ids(strata_idmap *m, int copies, uint32_t n) {
+  int64_t max = -1;
+  for (uint32_t i = 0; i < n; i++)
+    if (strata_idmap_id(m, i) > max) max = strata_idmap_id(m, i);
+  if (max >= INT64_MAX / copies - 1)
+    return strata_err_set(STRATA_ERANGE, "ids too large to duplicate %d times", copies);
+  for (int c = 1; c < copies; c++)
+    for (uint32_t i = 0; i < n; i++) {
+      uint32_t at;
+      int rc = strata_idmap_insert(m, strata_idmap_id(m, i) + (int64_t)c * (max + 1), &at);
+      if (rc) return rc;
+      if (at != (uint32_t)c * n + i)
+        return strata_err_set(STRATA_EINVAL, "duplicating ids: the map holds more than %u ids", n);
+    }
+  return 0;
+}
+
+int strata_ratings_duplicate(strata_ratings *rs, int copies, uint32_t n_users, uint32_t n_items) {
+  if (copies < 1) return strata_err_set(STRATA_EINVAL, "duplicate: %d copies", copies);
+  if (copies == 1) return 0;
+  if ((uint64_t)n_users * copies >= STRATA_ID_UNSEEN ||
+      (uint64_t)n_items * copies >= STRATA_ID_UNSEEN)
+    return strata_err_set(STRATA_ERANGE, "duplicate: %d copies of %u users and %u items overflow "
+                          "32-bit indices", copies, n_users, n_items);
+  size_t n = rs->n;
+  if (n > SIZE_MAX / sizeof *rs->r / (size_t)copies)
+    return strata_err_set(STRATA_ENOMEM, "duplicate: too many ratings");
+  strata_rating *r = strata_realloc(rs->r, n * (size_t)copies * sizeof *r + 1);
+  if (!r) return strata_err_set(STRATA_ENOMEM, "duplicate: out of memory for %d copies", copies);
+  rs->r = r;
+  rs->cap = n * (size_t)copies;
+  for (int c = 1; c < copies; c++)
+    for (size_t j = 0; j < n; j++) {
+      strata_rating x = r[j];
+      if (x.user != STRATA_ID_UNSEEN) x.user += (uint32_t)c * n_users;
+      if (x.item != STRATA_ID_UNSEEN) x.item += (uint32_t)c * n_items;
+      r[(size_t)c * n + j] = x;
+    }
+  rs->n = n * (size_t)copies;
+  rs->n_users = n_users * (uint32_t)copies;
+  rs->n_items = n_items * (uint32_t)copies;
+  int rc = 0;
+  if (rs->users && (rc = tile_ids(rs->users, copies, n_users))) return rc;
+  if (rs->items && (rc = tile_ids(rs->items, copies, n_items))) return rc;
+  return 0;
+}
+
 /* ---- number scanning --------------------------------------------------- */
 
 enum { NUM_OK = 0, NUM_BAD = 1, NUM_OVERFLOW = 2 };

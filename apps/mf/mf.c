@@ -71,6 +71,9 @@ static const strata_option mf_options[] = {
      "initial factors ~ N(0, S^2/k)"},
     {"no-bias", 0, STRATA_OPT_FLAG, OPT(no_bias), NULL, NULL, 0, 0, NULL,
      "no user and item biases (plain factorisation around the mean)"},
+    {"duplicate", 0, STRATA_OPT_INT, OPT(duplicate), "1", "N", 1, 4096, NULL,
+     "train on N block-diagonal copies of the data (new users and items per copy; test "
+     "ratings copied alike): weak scaling as with Netflix x4 ... x256"},
     {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL}};
 
 static int mf_check(const void *vcfg, const strata_setup *setup) {
@@ -118,6 +121,13 @@ static int read_data(const strata_mf_config *cfg, const strata_setup *setup, str
     if (train->n == 0)
       return strata_err_set(STRATA_EEMPTY, "%s: no training ratings left after --test-fraction",
                             cfg->data);
+  }
+  if (cfg->duplicate > 1) {
+    uint32_t U = train->n_users, I = train->n_items;
+    if ((cfg->test || cfg->test_fraction > 0) &&
+        (rc = strata_ratings_duplicate(test, cfg->duplicate, U, I)))
+      return rc;
+    if ((rc = strata_ratings_duplicate(train, cfg->duplicate, U, I))) return rc;
   }
   return 0;
 }
@@ -440,6 +450,7 @@ static void mf_describe(const void *vcfg, const strata_problem *prob, strata_jso
   const strata_mf_config *cfg = vcfg;
   const mf_meta *m = prob->meta;
   strata_json_string(j, "data", cfg->data);
+  strata_json_int(j, "duplicate", cfg->duplicate);
   strata_json_int(j, "rank", cfg->rank);
   strata_json_int(j, "ratings", (int64_t)prob->n_examples);
   strata_json_int(j, "test_ratings", m ? (int64_t)m->n_test : 0);

@@ -41,6 +41,7 @@ typedef struct strata_mf_config {
   double init_scale;
   int no_bias;
   const char *update; /* "adagrad" or "sgd" */
+  int duplicate;      /* block-diagonal copies of the data (weak scaling), >= 1 */
 } strata_mf_config;
 
 /* One training example inside a data block: indices local to the block's

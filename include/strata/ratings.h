@@ -123,6 +123,20 @@ STRATA_EXPORT int strata_synth_generate(const strata_synth_spec *spec, strata_ra
 STRATA_EXPORT int strata_ratings_split(strata_ratings *train, double fraction, uint64_t seed,
                                        strata_ratings *test);
 
+/*
+ * Tiles a rating set block-diagonally, as the DSGD benchmarks duplicate
+ * Netflix for weak scaling: copy c = 1 .. copies-1 repeats every rating with
+ * user + c * n_users and item + c * n_items (unseen indices stay unseen), so
+ * the copies share no user or item. n_users and n_items are the bounds to
+ * tile by (a test set passes its training set's), and become copies times
+ * as large. The id maps, when present, grow to match: copy c of the
+ * original id x is x + c * (1 + the largest id). STRATA_EINVAL for
+ * copies < 1, STRATA_ERANGE if the indices or ids would overflow,
+ * STRATA_ENOMEM.
+ */
+STRATA_EXPORT int strata_ratings_duplicate(strata_ratings *rs, int copies, uint32_t n_users,
+                                           uint32_t n_items);
+
 /* Appends one rating, growing the array. 0 or STRATA_ENOMEM. */
 STRATA_EXPORT int strata_ratings_push(strata_ratings *rs, uint32_t user, uint32_t item,
                                       float value);

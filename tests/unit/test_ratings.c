@@ -325,6 +325,45 @@ static void test_test_file_maps(void **state) {
   assert_live(fx);
 }
 
+/* Block-diagonal copies: indices shift by the bounds per copy, unseen
+ * indices stay unseen, the maps grow with ids shifted past the largest. */
+static void test_duplicate(void **state) {
+  fixture *fx = *state;
+  const char *train_path = write_tmp(fx, "1 10 5\n7 20 4\n3 10 3\n");
+  const char *test_path = write_tmp(fx, "7\t10\t1\n9\t20\t2\n");
+  strata_ratings train = {0}, test = {0};
+  assert_int_equal(strata_ratings_read(train_path, STRATA_FMT_AUTO, NULL, NULL, &train), 0);
+  assert_int_equal(strata_ratings_read(test_path, STRATA_FMT_AUTO, train.users, train.items, &test),
+                   0);
+  uint32_t U = train.n_users, I = train.n_items;
+  assert_int_equal(strata_ratings_duplicate(&test, 3, U, I), 0);
+  assert_int_equal(strata_ratings_duplicate(&train, 3, U, I), 0);
+  assert_int_equal(train.n, 9);
+  assert_int_equal(train.n_users, 9);
+  assert_int_equal(train.n_items, 6);
+  for (int c = 0; c < 3; c++) {
+    assert_rating(&train, 3 * c + 0, 0 + 3 * c, 0 + 2 * c, 5);
+    assert_rating(&train, 3 * c + 1, 1 + 3 * c, 1 + 2 * c, 4);
+    assert_rating(&train, 3 * c + 2, 2 + 3 * c, 0 + 2 * c, 3);
+    assert_rating(&test, 2 * c + 0, 1 + 3 * c, 0 + 2 * c, 1);
+    assert_rating(&test, 2 * c + 1, STRATA_ID_UNSEEN, 1 + 2 * c, 2);
+  }
+  assert_int_equal(test.n_users, 9);
+  /* Ids of copy c: x + c * (1 + largest id): users 1 7 3 -> 9 15 11 -> 17 23 19. */
+  assert_int_equal(strata_idmap_size(train.users), 9);
+  assert_int_equal(strata_idmap_id(train.users, 3), 9);
+  assert_int_equal(strata_idmap_id(train.users, 7), 23);
+  assert_int_equal(strata_idmap_find(train.items, 10 + 2 * 21), 4);
+  /* One copy changes nothing; fewer is an error. */
+  assert_int_equal(strata_ratings_duplicate(&train, 1, 9, 6), 0);
+  assert_int_equal(train.n, 9);
+  assert_int_equal(strata_ratings_duplicate(&train, 0, 9, 6), STRATA_EINVAL);
+  assert_int_equal(strata_ratings_duplicate(&train, 2, 0x80000000u, 6), STRATA_ERANGE);
+  strata_ratings_close(&test);
+  strata_ratings_close(&train);
+  assert_live(fx);
+}
+
 /* ---- bad input ----------------------------------------------------------- */
 
 static void expect_fail(const char *path, strata_format fmt, int code, size_t line,
@@ -689,6 +728,7 @@ int main(void) {
       T(test_test_file_maps), T(test_missing_file),   T(test_bad_inputs),
       T(test_idmap_growth),   T(test_large_file),     T(test_alloc_failure),
       T(test_split),          T(test_movielens_100k), T(test_movielens_latest_small),
+      T(test_duplicate),
   };
   return cmocka_run_group_tests_name("ratings", tests, NULL, NULL);
 }
