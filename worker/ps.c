@@ -26,11 +26,17 @@ typedef struct psw {
   int span;        /* passes per clock (wpc >= 1) or 0 */
   int clocks;      /* clocks ended in this pass */
   int dirty;       /* work since the last clock */
-  int straggle;    /* this clock is ours to straggle in: sleep before its work */
+  int straggle;    /* this clock is ours to straggle in: sleep at the end of its work */
   double delay_s;
 } psw;
 
 static int end_clock(psw *p) {
+  /* A straggler sleeps at the end of its clock's work, before the clock
+   * ends (as the LazyTables/NanTable experiments delay an iteration): the
+   * others' reads of the next clock wait for it under BSP, and a clock with
+   * no work (after the last pass) costs nothing. */
+  if (p->straggle && p->dirty && p->w->opts->straggler_ms)
+    p->delay_s += strata__sleep_ms(p->w->opts->straggler_ms);
   int rc = strata_table_clock(p->tb);
   if (rc) return rc;
   p->clocks++;
@@ -60,10 +66,6 @@ static int run_chunk(psw *p, strata_task_view *tv, double *partials, double *com
   int r = tv->ids.rotating;
   uint32_t lo = tv->row_lo, hi = tv->row_hi;
   if (hi == lo) return 0;
-  /* A straggler sleeps when its clock's work begins, so that a clock with
-   * no work left (after the last pass) costs nothing. */
-  if (p->straggle && w->opts->straggler_ms) p->delay_s += strata__sleep_ms(w->opts->straggler_ms);
-  p->straggle = 0;
   size_t n = (size_t)(hi - lo) * p->L;
   float *view = (float *)tv->rotating->buf + (size_t)lo * p->L;
   int rc = strata_table_get_rows(p->tb, p->off[r] + lo, p->off[r] + hi, -1, view);

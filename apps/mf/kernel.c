@@ -15,8 +15,10 @@ typedef float v8 __attribute__((vector_size(32)));
 typedef float v4 __attribute__((vector_size(16)));
 
 /* A fixed shuffle tree: fewer dependent adds than a lane loop, and the same
- * summation order on every build. */
-static inline float hsum(v8 v) {
+ * summation order on every build. By pointer: a 32-byte vector passed by
+ * value changes the ABI between AVX and non-AVX builds (-Wpsabi). */
+static inline float hsum(const v8 *pv) {
+  v8 v = *pv;
   v4 lo = __builtin_shufflevector(v, v, 0, 1, 2, 3);
   v4 hi = __builtin_shufflevector(v, v, 4, 5, 6, 7);
   v4 s = lo + hi;
@@ -36,7 +38,8 @@ static inline float dot(const float *a, const float *b, int kpad) {
     acc1 += x[i + 1] * y[i + 1];
   }
   if (i < nv) acc0 += x[i] * y[i];
-  return hsum(acc0 + acc1);
+  v8 acc = acc0 + acc1;
+  return hsum(&acc);
 }
 
 static inline void sgd_plain(float *restrict w, float *restrict h, int kpad, float err, float lr,
@@ -68,8 +71,8 @@ static inline void sgd_adagrad(float *restrict w, float *restrict h, int k, int 
     x[i] = xv - sw * gw;
     y[i] = yv - sh * gh;
   }
-  tw[1] += hsum(gw2) / (float)k;
-  th[1] += hsum(gh2) / (float)k;
+  tw[1] += hsum(&gw2) / (float)k;
+  th[1] += hsum(&gh2) / (float)k;
 }
 
 double strata_mf_sgd(const strata_mf_step *st, const strata_mf_entry *e, size_t n, float *W,

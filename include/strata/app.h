@@ -154,8 +154,8 @@ typedef struct strata_app {
   /* Coordinator: objective values from the partials summed over workers. */
   void (*objectives)(const void *cfg, const strata_problem *prob, const double *partials,
                      double *values);
-  /* Coordinator, optional: app fields for the metrics summary and the echo
-   * at start (e.g. "rank", "ratings"). */
+  /* Coordinator, optional: app fields for the metrics summary (--metrics-out),
+   * e.g. "rank", "ratings". */
   void (*describe)(const void *cfg, const strata_problem *prob, strata_json *j);
   /* Coordinator, optional: write the final model (blocks hold final values). */
   int (*export_model)(const void *cfg, const strata_setup *setup, const strata_problem *prob,

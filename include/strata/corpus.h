@@ -40,8 +40,8 @@ typedef enum strata_corpus_format {
 STRATA_EXPORT int strata_corpus_format_parse(const char *name, strata_corpus_format *out);
 
 /*
- * Reads path (a ".gz" file is decompressed on the fly, whatever its
- * format). n_vocab is W from a UCI header, else 1 + the largest id seen;
+ * Reads path (gzip data, recognised by its content whatever the file's
+ * name, is decompressed on the fly, in either format). n_vocab is W from a UCI header, else 1 + the largest id seen;
  * vocab_size > 0 overrides it (and ids >= vocab_size are errors naming the
  * line). Fills *c (zeroed first).
  */

@@ -90,7 +90,6 @@ STRATA_EXPORT int strata_schedule_rotating_holder(const strata_schedule *s, int 
  */
 STRATA_EXPORT int strata_schedule_diagonal(strata_schedule *s, int P, int B);
 
-/* Serialises a finished schedule into a strata_malloc'd buffer. */
 /* Deals n ids (users, items, documents, words) to B blocks so that every
  * block carries about the same load (count[i] is id i's: ratings, tokens):
  * block[i] gets id i's block, local[i] its index inside it, sizes[b] the
@@ -98,6 +97,7 @@ STRATA_EXPORT int strata_schedule_diagonal(strata_schedule *s, int P, int B);
 STRATA_EXPORT int strata_schedule_balance(uint32_t n, int B, uint64_t seed, const uint32_t *count,
                                           uint32_t *block, uint32_t *local, uint32_t *sizes);
 
+/* Serialises a finished schedule into a strata_malloc'd buffer. */
 STRATA_EXPORT int strata_schedule_pack(const strata_schedule *s, void **buf, size_t *len);
 /* Rebuilds (and validates) a schedule from strata_schedule_pack's bytes. */
 STRATA_EXPORT int strata_schedule_unpack(strata_schedule *s, const void *buf, size_t len);

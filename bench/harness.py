@@ -1,0 +1,606 @@
+#!/usr/bin/env python3
+"""strata benchmark harness: runs a declared matrix of points (app x mode x
+workers x data x strata), each repeated, and writes
+
+  OUT/runs.jsonl   one JSON object per run: profile, group, label, every
+                   parameter, the command, exit status, the run's full
+                   --metrics-out summary (machine, git revision, metrics)
+  OUT/summary.md   the tables: time per pass min / median / max over the
+                   repeats, ratios to the plain serial kernel and to the
+                   engine's serial mode, objectives, waits, bytes, staleness
+  OUT/plots/*.png  gnuplot figures (see bench/README.md for what each shows)
+
+Time per pass is the engine's own figure: wall seconds per data pass,
+median over passes 2..N (--metrics-out time_per_pass_s). Ratios compare
+rates on the same examples: a run's time per pass over the time the plain
+kernel (bench/mf_kernel) would need for that run's examples at its measured
+rate.
+
+Usage: bench/harness.py --profile quick|full|smoke [--out DIR] [--bin DIR]
+       [--data-dir DIR] [--repeats N] [--no-plots]
+"""
+import argparse
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+TCP = ["--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "lo"]
+
+# ---- profiles ---------------------------------------------------------------
+
+PROFILES = {
+    # A few seconds: the test suite runs it to check the outputs parse.
+    "smoke": dict(
+        repeats=1, passes=3, rank=16,
+        mf_data="synth:users=3000,items=600,ratings=60000,seed=1",
+        lda_data="synth:docs=300,len=50,vocab=800,topics=10,seed=1", lda_topics=10,
+        lda_real=False, strata=[1, 2], straggle=[0.0, 1.0], straggle_passes=3,
+        msgcost=["--max-bytes", "1048576", "--reps", "5"], timeout=120),
+    # Under 5 minutes on the 2-core machine: a MovieLens-10M-shaped set at
+    # a tenth of its size.
+    "quick": dict(
+        repeats=3, passes=6, rank=100,
+        mf_data="synth:users=7157,items=1068,ratings=1000005,seed=1",
+        lda_data="synth:docs=2000,len=100,vocab=5000,topics=50,seed=1", lda_topics=100,
+        lda_real=True, strata=[1, 2, 4, 8, 16], straggle=[0.0, 0.25, 0.5, 1.0],
+        straggle_passes=5, msgcost=[], timeout=300),
+    # Under an hour: the MovieLens-10M shape at full size.
+    "full": dict(
+        repeats=5, passes=10, rank=100,
+        mf_data="synth:users=71567,items=10681,ratings=10000054,seed=1",
+        lda_data="synth:docs=20000,len=100,vocab=10000,topics=100,seed=1", lda_topics=100,
+        lda_real=True, strata=[1, 2, 4, 8, 16, 32, 64], straggle=[0.0, 0.25, 0.5, 1.0, 2.0],
+        straggle_passes=9, msgcost=[], timeout=1200),
+}
+
+
+def mf_points(pr):
+    """The MF matrix: (group, label, workers (0 = serial), args, mpirun extra)."""
+    common = ["--data", pr["mf_data"], "--rank", str(pr["rank"]), "--test-fraction", "0.1"]
+    pts = [("modes", "serial", 0, ["--mode", "serial"] + common, []),
+           ("modes", "scheduled", 1, ["--mode", "scheduled"] + common, []),
+           ("modes", "scheduled", 2, ["--mode", "scheduled"] + common, [])]
+    for label, flags in [("bsp", ["--mode", "bsp"]),
+                         ("absp wpc 0.5", ["--mode", "absp", "--wpc", "0.5"]),
+                         ("ssp s=1", ["--mode", "ssp", "--staleness", "1"]),
+                         ("ssp s=3", ["--mode", "ssp", "--staleness", "3"]),
+                         ("essp s=1", ["--mode", "essp", "--staleness", "1"]),
+                         ("essp s=3", ["--mode", "essp", "--staleness", "3"]),
+                         ("async", ["--mode", "async"])]:
+        pts.append(("modes", label, 2, flags + common, []))
+    for b in pr["strata"]:
+        pts.append(("strata", f"B={b}", 1, ["--mode", "scheduled", "--strata", str(b)] + common, []))
+    # Weak scaling: one copy of the data per worker (block-diagonal, as the
+    # DSGD paper's Netflix x4 ... x256).
+    for p in (1, 2):
+        pts.append(("weak", f"x{p}", p, ["--mode", "scheduled", "--duplicate", str(p)] + common, []))
+    # The same runs over TCP (loopback) for the scale model's validation.
+    for p in (1, 2):
+        pts.append(("tcp", "scheduled tcp", p, ["--mode", "scheduled"] + common, TCP))
+    return pts
+
+
+def lda_points(pr, data_dir):
+    kos = os.path.join(data_dir, "uci-bow-kos", "docword.kos.txt.gz")
+    if pr["lda_real"] and os.path.isfile(kos):
+        data = ["--data", kos, "--vocab", os.path.join(data_dir, "uci-bow-kos", "vocab.kos.txt")]
+        name = "KOS"
+    else:
+        data = ["--data", pr["lda_data"]]
+        name = pr["lda_data"]
+    common = data + ["--topics", str(pr["lda_topics"])]
+    pts = [("lda", "serial", 0, ["--mode", "serial"] + common, []),
+           ("lda", "scheduled", 2, ["--mode", "scheduled"] + common, []),
+           ("lda", "bsp", 2, ["--mode", "bsp"] + common, []),
+           ("lda", "ssp s=1", 2, ["--mode", "ssp", "--staleness", "1"] + common, []),
+           ("lda", "essp s=1", 2, ["--mode", "essp", "--staleness", "1"] + common, [])]
+    return pts, name
+
+
+# ---- running ----------------------------------------------------------------
+
+class Runner:
+    def __init__(self, args, pr, out):
+        self.args, self.pr, self.out = args, pr, out
+        self.bin = args.bin
+        self.jsonl = open(os.path.join(out, "runs.jsonl"), "w")
+        self.records = []
+        self.failures = []
+        self.tmp = tempfile.mkdtemp(prefix="strata-bench-")
+        self.t0 = time.time()
+
+    def close(self):
+        self.jsonl.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def log(self, msg):
+        if not self.args.quiet:
+            print(f"[{time.time() - self.t0:7.1f}s] {msg}", file=sys.stderr, flush=True)
+
+    def record(self, rec):
+        self.jsonl.write(json.dumps(rec, sort_keys=True) + "\n")
+        self.jsonl.flush()
+        self.records.append(rec)
+
+    def run_cmd(self, cmd, timeout):
+        t = time.time()
+        try:
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               timeout=timeout)
+            rc, err, out = p.returncode, p.stderr, p.stdout
+        except subprocess.TimeoutExpired as e:
+            rc, err, out = 124, (e.stderr or b"").decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or ""), ""
+        return rc, out, err, time.time() - t
+
+    def strata(self, app, group, label, workers, args, extra, repeat, passes=None):
+        mfile = os.path.join(self.tmp, "m.json")
+        if os.path.exists(mfile):
+            os.remove(mfile)
+        passes = passes or self.pr["passes"]
+        exe = os.path.join(self.bin, "strata")
+        base = [exe, app] + args + ["--passes", str(passes), "-q", "--metrics-out", mfile]
+        if workers > 0:
+            cmd = ["mpirun", "--oversubscribe", "-np", str(workers + 1)] + extra + base
+        else:
+            cmd = base
+        rc, _, err, secs = self.run_cmd(cmd, self.pr["timeout"])
+        rec = dict(kind="strata", profile=self.args.profile, group=group, label=label, app=app,
+                   workers=workers, transport="tcp" if extra == TCP else "shm" if workers else "none",
+                   args=args, passes=passes, repeat=repeat, cmd=cmd, rc=rc, elapsed_s=round(secs, 3))
+        if rc == 0 and os.path.exists(mfile):
+            rec["metrics"] = json.load(open(mfile))
+        else:
+            rec["stderr_tail"] = err[-2000:]
+            self.failures.append(f"{group}/{label} P={workers} repeat {repeat}: rc {rc}: "
+                                 f"{err.strip().splitlines()[-1] if err.strip() else ''}")
+        self.record(rec)
+        t = rec.get("metrics", {}).get("time_per_pass_s")
+        self.log(f"{app} {group:8s} {label:14s} P={workers} #{repeat}: "
+                 + (f"{t * 1e3:.2f} ms/pass" if t else f"FAILED rc {rc}"))
+        return rec
+
+    def pair(self, group, label, cmd, repeat):
+        t = time.time()
+        ps = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+              for _ in range(2)]
+        res = [p.communicate(timeout=self.pr["timeout"]) for p in ps]
+        for i, (p, (out, err)) in enumerate(zip(ps, res)):
+            rec = dict(kind="kernel2", profile=self.args.profile, group=group, label=label, cmd=cmd,
+                       repeat=repeat, instance=i, rc=p.returncode, elapsed_s=round(time.time() - t, 3))
+            try:
+                rec["metrics"] = json.loads(out.strip().splitlines()[-1])
+            except (ValueError, IndexError):
+                rec["rc"] = p.returncode or 1
+            if rec["rc"] != 0:
+                rec["stderr_tail"] = err[-2000:]
+                self.failures.append(f"{group}/{label} #{repeat}: rc {rec['rc']}")
+            self.record(rec)
+        self.log(f"kernel pair #{repeat}: done")
+
+    def program(self, group, label, cmd, repeat, kind):
+        rc, out, err, secs = self.run_cmd(cmd, self.pr["timeout"])
+        rec = dict(kind=kind, profile=self.args.profile, group=group, label=label, cmd=cmd,
+                   repeat=repeat, rc=rc, elapsed_s=round(secs, 3))
+        try:
+            rec["metrics"] = json.loads(out.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            rc = rc or 1
+        if rc != 0:
+            rec["rc"] = rc
+            rec["stderr_tail"] = err[-2000:]
+            self.failures.append(f"{group}/{label} #{repeat}: rc {rc}")
+        self.record(rec)
+        self.log(f"{kind} {label} #{repeat}: " + ("ok" if rc == 0 else f"FAILED rc {rc}"))
+        return rec
+
+
+def run_matrix(r, pr, data_dir):
+    R = r.args.repeats or pr["repeats"]
+    P = pr["passes"]
+    kernel = os.path.join(r.bin, "bench", "mf_kernel")
+    mf = mf_points(pr)
+    lda, lda_name = lda_points(pr, data_dir)
+    # Interleave repeats: each round visits every point once, so slow spells
+    # of the shared machine spread over all points instead of hitting one.
+    for rep in range(R):
+        kcmd = [kernel, "--data", pr["mf_data"], "--rank", str(pr["rank"]), "--passes", str(P)]
+        r.program("kernel", "plain kernel", kcmd, rep, "kernel")
+        # Two kernels at once, one per core: the compute rate a worker keeps
+        # while another shares the memory system (the scale model's input).
+        r.pair("kernel2", "plain kernel x2", kcmd, rep)
+        for g, label, w, args, extra in mf:
+            r.strata("mf", g, label, w, args, extra, rep)
+        for g, label, w, args, extra in lda:
+            r.strata("lda", g, label, w, args, extra, rep)
+    # Stragglers: the delay is a fraction of a BSP pass measured above.
+    bsp = [x["metrics"]["mean_pass_s"] for x in r.records
+           if x.get("group") == "modes" and x.get("label") == "bsp" and "metrics" in x]
+    base_ms = 1e3 * statistics.median(bsp) if bsp else 100.0
+    common = ["--data", pr["mf_data"], "--rank", str(pr["rank"]), "--test-fraction", "0.1"]
+    for rep in range(R):
+        for frac in pr["straggle"]:
+            d = int(round(frac * base_ms))
+            for label, flags in [("bsp", ["--mode", "bsp"]),
+                                 ("absp wpc 0.5", ["--mode", "absp", "--wpc", "0.5"]),
+                                 ("ssp s=3", ["--mode", "ssp", "--staleness", "3"])]:
+                s = ["--straggler", f"delay={d}"] if d > 0 else []
+                rec = r.strata("mf", "straggle", label, 2, flags + common + s, [], rep,
+                               passes=pr["straggle_passes"])
+                rec["straggler_ms"] = d
+                rec["straggler_frac"] = frac
+    # Message costs for the scale model: shared memory and TCP.
+    msg = os.path.join(r.bin, "bench", "msgcost")
+    for label, extra in [("shm", []), ("tcp", TCP)]:
+        cmd = (["mpirun", "--oversubscribe", "-np", "2"] + extra
+               + [msg, "--label", label, "-q"] + pr["msgcost"])
+        r.program("msgcost", label, cmd, 0, "msgcost")
+    return lda_name
+
+
+# ---- summarising ------------------------------------------------------------
+
+def ok(recs):
+    return [x for x in recs if x.get("rc") == 0 and "metrics" in x]
+
+
+def spread(vals):
+    return (min(vals), statistics.median(vals), max(vals)) if vals else (math.nan,) * 3
+
+
+def ms3(t):
+    return f"{t[1] * 1e3:.2f} ({t[0] * 1e3:.2f}-{t[2] * 1e3:.2f})"
+
+
+def points(records, group, app=None):
+    """{(label, workers, transport): [records]} in first-seen order."""
+    out = {}
+    for x in ok(records):
+        if x.get("group") != group or (app and x.get("app") != app):
+            continue
+        out.setdefault((x["label"], x.get("workers", 0), x.get("transport", "")), []).append(x)
+    return out
+
+
+def wait_frac(m):
+    ws = m.get("workers_total", [])
+    t = sum(w["time_s"] for w in ws)
+    return sum(w["wait_s"] for w in ws) / t if t > 0 else 0.0
+
+
+def sent_per_pass(m):
+    ws = m.get("workers_total", [])
+    return sum(w["bytes_sent"] for w in ws) / max(1, len(ws)) / max(1, m["passes"])
+
+
+def summarise(r, pr, lda_name, out, model):
+    recs = r.records
+    kern = [x["metrics"] for x in ok(recs) if x["kind"] == "kernel"]
+    k_rate = statistics.median([k["updates_per_s"] for k in kern]) if kern else math.nan
+    k_tpp = spread([k["time_per_pass_s"] for k in kern])
+    L = []
+    meta = next((x["metrics"] for x in ok(recs) if x["kind"] == "strata"), {})
+    L.append(f"# strata benchmark: profile `{r.args.profile}`\n")
+    L.append(f"Machine `{meta.get('machine', {}).get('host', '?')}` "
+             f"({meta.get('machine', {}).get('cpus', '?')} cpus), git "
+             f"`{meta.get('build', {}).get('git_rev', '?')}`, build "
+             f"`{meta.get('build', {}).get('flags', '?')}`, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
+             f"{r.args.repeats or pr['repeats']} repeats per point (interleaved), {pr['passes']} passes per run. "
+             f"Time per pass: median over passes 2..N of a run; tables give the median over "
+             f"repeats with (min-max).\n")
+    L.append(f"MF data `{pr['mf_data']}`, rank {pr['rank']}, 10% held out. "
+             f"Plain serial kernel (bench/mf_kernel, no engine): {ms3(k_tpp)} ms per pass of "
+             f"all ratings, {k_rate / 1e6:.2f} M updates/s. "
+             f"\"x kernel\" = time per pass / (the run's examples / the kernel's rate).\n")
+
+    def rows(group, app="mf", serial_tpp=None):
+        lines = []
+        for (label, w, tr), xs in points(recs, group, app).items():
+            ms = [x["metrics"] for x in xs]
+            t = spread([m["time_per_pass_s"] for m in ms])
+            ex = ms[0]["examples"]
+            xk = t[1] / (ex / k_rate) if app == "mf" and k_rate == k_rate else math.nan
+            xs_ = t[1] / serial_tpp if serial_tpp else math.nan
+            obj = "test_rmse" if app == "mf" else "loglik_per_token"
+            lines.append(
+                f"| {label} | {w or 'serial'} | {tr} | {ms3(t)} | "
+                + (f"{xk:.2f} | " if app == "mf" else "")
+                + f"{xs_:.2f} | {statistics.median([m['updates_per_s'] for m in ms]) / 1e6:.2f} | "
+                f"{statistics.median([m[obj] for m in ms]):.4f} | "
+                f"{100 * statistics.median([wait_frac(m) for m in ms]):.1f} | "
+                f"{statistics.median([sent_per_pass(m) for m in ms]) / 1e6:.2f} | "
+                f"{100 * statistics.median([m.get('coordinator_cpu_frac', 0) for m in ms]):.2f} |")
+        return lines
+
+    def serial_of(group, app):
+        s = points(recs, group, app).get(("serial", 0, "none"))
+        return statistics.median([x["metrics"]["time_per_pass_s"] for x in s]) if s else None
+
+    head = ("| mode | workers | transport | time per pass ms | x kernel | x serial | M updates/s | "
+            "test RMSE | worker wait % | MB sent/pass/worker | coordinator CPU % |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|")
+    L.append("## Modes (MF)\n")
+    L.append(head)
+    L += rows("modes", "mf", serial_of("modes", "mf"))
+    L.append("")
+    L.append(f"## Modes (LDA, {lda_name}, K = {pr['lda_topics']})\n")
+    L.append("| mode | workers | transport | time per pass ms | x serial | M tokens/s | "
+             "loglik/token | worker wait % | MB sent/pass/worker | coordinator CPU % |\n"
+             "|---|---|---|---|---|---|---|---|---|---|")
+    L += rows("lda", "lda", serial_of("lda", "lda"))
+    L.append("")
+    L.append("## Strata on one worker (scheduled, P = 1)\n")
+    L.append(head)
+    L += rows("strata", "mf", serial_of("modes", "mf"))
+    L.append("")
+    L.append("## Weak scaling (scheduled; the data duplicated once per worker)\n")
+    L.append(head)
+    L += rows("weak", "mf", serial_of("modes", "mf"))
+    L.append("")
+    L.append("## Transport (scheduled over TCP loopback vs shared memory)\n")
+    L.append(head)
+    L += rows("tcp", "mf", serial_of("modes", "mf"))
+    L.append("")
+    # Stragglers
+    st = {}
+    for x in ok(recs):
+        if x.get("group") == "straggle":
+            st.setdefault((x["label"], x["straggler_ms"]), []).append(x["metrics"]["mean_pass_s"])
+    if st:
+        L.append("## Stragglers (P = 2; worker i sleeps D ms at clocks i, i+2, ...; "
+                 "mean pass time, slowest worker)\n")
+        L.append("| mode | D ms | mean pass ms | lost to the straggler per pass ms | lost / D |\n"
+                 "|---|---|---|---|---|")
+        for (label, d), v in sorted(st.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+            base = st.get((label, 0))
+            t = spread(v)
+            lost = (t[1] - statistics.median(base)) * 1e3 if base else math.nan
+            L.append(f"| {label} | {d} | {ms3(t)} | {lost:.2f} | "
+                     + (f"{lost / d:.2f}" if d else "-") + " |")
+        L.append("")
+    # Staleness
+    L.append("## Clock differentials (P = 2; reads per clock difference)\n")
+    L.append("| mode | mean | max staleness | reads at diff 0, -1, -2, ... |\n|---|---|---|---|")
+    for (label, w, tr), xs in points(recs, "modes", "mf").items():
+        cd = xs[0]["metrics"].get("clock_diff")
+        if cd:
+            L.append(f"| {label} | {cd['mean']:.3f} | {cd['max_staleness']} | {cd['hist']} |")
+    L.append("")
+    if model:
+        L.append("## Scale model (bench/scale_model.py)\n")
+        L.append(model.get("markdown", ""))
+        L.append("")
+    if r.failures:
+        L.append("## Failed runs\n")
+        L += [f"- {f}" for f in r.failures]
+        L.append("")
+    L.append("## Plots\n")
+    for name, what in PLOTS:
+        if os.path.exists(os.path.join(out, "plots", name + ".png")):
+            L.append(f"- `plots/{name}.png`: {what}")
+    text = "\n".join(L) + "\n"
+    with open(os.path.join(out, "summary.md"), "w") as f:
+        f.write(text)
+    return text
+
+
+# ---- plots ------------------------------------------------------------------
+
+PLOTS = [
+    ("time_per_pass_modes", "time per pass by mode and workers (MF), median with min-max bars"),
+    ("objective_vs_time", "test RMSE against training time, per mode (MF, first repeat)"),
+    ("objective_vs_time_lda", "log-likelihood per token against training time, per mode (LDA)"),
+    ("compute_wait", "compute, wait and other time per pass and worker, per mode (MF)"),
+    ("staleness", "SSP vs ESSP: share of reads at each clock difference (s = 3)"),
+    ("strata_one_worker", "time per pass against the number of strata B on one worker"),
+    ("strong_scaling", "time per pass against workers, same data (serial, 1, 2 workers)"),
+    ("weak_scaling", "time per pass against workers, data duplicated per worker"),
+    ("stragglers", "mean time per pass against straggler delay for BSP, A-BSP and SSP"),
+    ("bytes", "bytes sent and received per pass and worker, per mode (MF)"),
+    ("scale_model", "predicted time per pass for 1-256 workers (Netflix and its duplicates)"),
+]
+
+
+def gnuplot(out, name, script, data):
+    pdir = os.path.join(out, "plots")
+    os.makedirs(pdir, exist_ok=True)
+    for fname, text in data.items():
+        with open(os.path.join(pdir, fname), "w") as f:
+            f.write(text)
+    gp = os.path.join(pdir, name + ".gp")
+    with open(gp, "w") as f:
+        f.write(f"set terminal pngcairo size 900,560 font 'sans,10'\nset output '{name}.png'\n"
+                "set grid\nset key outside right top\n" + script)
+    p = subprocess.run(["gnuplot", name + ".gp"], cwd=pdir, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"gnuplot {name}: {p.stderr.strip()}")
+
+
+def q(s):
+    return '"' + str(s).replace('"', "'") + '"'
+
+
+def plots(r, out, model):
+    recs = r.records
+    modes = points(recs, "modes", "mf")
+    # 1. time per pass by mode
+    d = ""
+    for i, ((label, w, tr), xs) in enumerate(modes.items()):
+        t = spread([x["metrics"]["time_per_pass_s"] * 1e3 for x in xs])
+        d += f"{i} {q(label + (' P=' + str(w) if w else ''))} {t[1]} {t[0]} {t[2]}\n"
+    gnuplot(out, "time_per_pass_modes",
+            "set title 'Time per data pass by mode (MF)'\nset ylabel 'ms per pass'\n"
+            "set style fill solid 0.6\nset boxwidth 0.6\nset xtics rotate by -35\nset yrange [0:*]\n"
+            "plot 'modes.dat' using 1:3:xtic(2) with boxes notitle, "
+            "'' using 1:3:4:5 with yerrorbars lc rgb 'black' pt 0 notitle\n", {"modes.dat": d})
+    # 2. objective vs time
+    for app, group, obj, name, title in [
+            ("mf", "modes", "test_rmse", "objective_vs_time", "test RMSE"),
+            ("lda", "lda", "loglik_per_token", "objective_vs_time_lda", "log-likelihood per token")]:
+        files, cmds = {}, []
+        for i, ((label, w, tr), xs) in enumerate(points(recs, group, app).items()):
+            m = xs[0]["metrics"]
+            t, s = 0.0, ""
+            for pp in m["per_pass"]:
+                t += pp["time_s"]
+                s += f"{t} {pp[obj]}\n"
+            files[f"{name}_{i}.dat"] = s
+            cmds.append(f"'{name}_{i}.dat' using 1:2 with linespoints title {q(label + ' P=' + str(w) if w else label)}")
+        gnuplot(out, name, f"set title 'Convergence against time ({app.upper()})'\n"
+                f"set xlabel 'training seconds'\nset ylabel '{title}'\nplot " + ", ".join(cmds) + "\n",
+                files)
+    # 3. compute vs wait
+    d = ""
+    for i, ((label, w, tr), xs) in enumerate(modes.items()):
+        m = xs[0]["metrics"]
+        ws = m["workers_total"]
+        n = max(1, len(ws)) * m["passes"]
+        c = sum(x["compute_s"] for x in ws) / n * 1e3
+        wt = sum(x["wait_s"] for x in ws) / n * 1e3
+        tot = sum(x["time_s"] for x in ws) / n * 1e3
+        d += f"{q(label + (' P=' + str(w) if w else ''))} {c} {wt} {max(0.0, tot - c - wt)}\n"
+    gnuplot(out, "compute_wait",
+            "set title 'Per worker and pass: compute, wait, other (MF)'\nset ylabel 'ms'\n"
+            "set style data histograms\nset style histogram rowstacked\nset style fill solid 0.7\n"
+            "set boxwidth 0.6\nset xtics rotate by -35\nset yrange [0:*]\n"
+            "plot 'cw.dat' using 2:xtic(1) title 'compute', '' using 3 title 'wait', "
+            "'' using 4 title 'other'\n", {"cw.dat": d})
+    # 4. staleness histograms
+    d, cmds = "", []
+    hs = {}
+    for (label, w, tr), xs in modes.items():
+        if label in ("ssp s=3", "essp s=3") and xs[0]["metrics"].get("clock_diff"):
+            h = xs[0]["metrics"]["clock_diff"]["hist"]
+            tot = sum(h) or 1
+            hs[label] = [v / tot for v in h]
+    n = max([len(v) for v in hs.values()] or [1])
+    for k in range(n):
+        d += f"{-k} " + " ".join(str(hs[lb][k] if k < len(hs[lb]) else 0) for lb in hs) + "\n"
+    cols = ", ".join(f"'' using {j + 2}:xtic(1) title {q(lb)}" for j, lb in enumerate(hs))
+    if hs:
+        gnuplot(out, "staleness", "set title 'Clock differential of reads (P = 2, s = 3)'\n"
+                "set xlabel 'clock of the row read - clock of the reader'\nset ylabel 'share of reads'\n"
+                "set style data histograms\nset style fill solid 0.7\nset yrange [0:1]\n"
+                "plot 'st.dat' " + cols[3:] + "\n", {"st.dat": d})
+    # 5. strata on one worker
+    d = ""
+    for (label, w, tr), xs in points(recs, "strata", "mf").items():
+        t = spread([x["metrics"]["time_per_pass_s"] * 1e3 for x in xs])
+        d += f"{xs[0]['metrics']['strata']} {t[1]} {t[0]} {t[2]}\n"
+    gnuplot(out, "strata_one_worker", "set title 'More strata on one worker (scheduled, P = 1)'\n"
+            "set xlabel 'strata B'\nset ylabel 'ms per pass'\nset logscale x 2\nset yrange [0:*]\n"
+            "plot 'b.dat' using 1:2:3:4 with yerrorlines title 'time per pass'\n", {"b.dat": d})
+    # 6. strong / weak scaling
+    for group, name, title in [("modes", "strong_scaling", "Strong scaling (same data)"),
+                               ("weak", "weak_scaling", "Weak scaling (data x workers)")]:
+        d = ""
+        for (label, w, tr), xs in points(recs, group, "mf").items():
+            if group == "modes" and label not in ("serial", "scheduled"):
+                continue
+            t = spread([x["metrics"]["time_per_pass_s"] * 1e3 for x in xs])
+            d += f"{w} {t[1]} {t[0]} {t[2]} {q(label)}\n"
+        gnuplot(out, name, f"set title '{title}'\nset xlabel 'workers (0 = serial)'\n"
+                "set ylabel 'ms per pass'\nset xrange [-0.5:2.5]\nset xtics 1\nset yrange [0:*]\n"
+                "plot 's.dat' using 1:2:3:4 with yerrorlines title 'time per pass'\n", {"s.dat": d})
+    # 7. stragglers
+    files, cmds = {}, []
+    st = {}
+    for x in ok(recs):
+        if x.get("group") == "straggle":
+            st.setdefault(x["label"], {}).setdefault(x["straggler_ms"], []).append(
+                x["metrics"]["mean_pass_s"] * 1e3)
+    for i, (label, byd) in enumerate(st.items()):
+        s = ""
+        for dms in sorted(byd):
+            t = spread(byd[dms])
+            s += f"{dms} {t[1]} {t[0]} {t[2]}\n"
+        files[f"sg_{i}.dat"] = s
+        cmds.append(f"'sg_{i}.dat' using 1:2:3:4 with yerrorlines title {q(label)}")
+    if cmds:
+        gnuplot(out, "stragglers", "set title 'Stragglers (P = 2)'\nset xlabel 'straggler delay D (ms)'\n"
+                "set ylabel 'mean ms per pass'\nplot " + ", ".join(cmds) + "\n", files)
+    # 8. bytes per pass
+    d = ""
+    for (label, w, tr), xs in modes.items():
+        m = xs[0]["metrics"]
+        ws = m["workers_total"]
+        n = max(1, len(ws)) * m["passes"]
+        d += (f"{q(label + (' P=' + str(w) if w else ''))} "
+              f"{sum(x['bytes_sent'] for x in ws) / n / 1e6} {sum(x['bytes_recv'] for x in ws) / n / 1e6}\n")
+    gnuplot(out, "bytes", "set title 'Bytes per pass and worker (MF)'\nset ylabel 'MB'\n"
+            "set style data histograms\nset style fill solid 0.7\nset xtics rotate by -35\n"
+            "set yrange [0:*]\nplot 'by.dat' using 2:xtic(1) title 'sent', '' using 3 title 'received'\n",
+            {"by.dat": d})
+    # 9. scale model
+    if model and model.get("predictions"):
+        files, cmds = {}, []
+        for i, series in enumerate(model["predictions"]):
+            s = "".join(f"{p['workers']} {p['time_per_pass_s']}\n" for p in series["points"])
+            files[f"sm_{i}.dat"] = s
+            cmds.append(f"'sm_{i}.dat' using 1:2 with linespoints title {q(series['name'])}")
+        gnuplot(out, "scale_model", "set title 'Scale model: predicted time per pass'\n"
+                "set xlabel 'workers'\nset ylabel 'seconds per pass'\nset logscale xy\n"
+                "plot " + ", ".join(cmds) + "\n", files)
+
+
+# ---- main -------------------------------------------------------------------
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--profile", choices=sorted(PROFILES), default="quick")
+    ap.add_argument("--out", default=None, help="output directory (default out/bench/PROFILE)")
+    ap.add_argument("--bin", default=os.path.join(ROOT, "build"),
+                    help="build directory holding strata and bench/ (default build)")
+    ap.add_argument("--data-dir", default=os.path.join(ROOT, "..", "shared", "data"))
+    ap.add_argument("--repeats", type=int, default=0, help="override the profile's repeats")
+    ap.add_argument("--no-plots", action="store_true")
+    ap.add_argument("-q", "--quiet", action="store_true")
+    args = ap.parse_args()
+    if args.repeats < 0:
+        ap.error("--repeats must be >= 0")
+    pr = PROFILES[args.profile]
+    out = args.out or os.path.join(ROOT, "out", "bench", args.profile)
+    for exe in ("strata", "bench/mf_kernel", "bench/msgcost"):
+        if not os.access(os.path.join(args.bin, exe), os.X_OK):
+            sys.exit(f"harness: {os.path.join(args.bin, exe)} not found: build with "
+                     "-DSTRATA_BUILD_BENCH=ON (scripts/bench.sh does)")
+    if not args.no_plots and not shutil.which("gnuplot"):
+        sys.exit("harness: gnuplot not found (scripts/setup.sh installs gnuplot-nox), or pass --no-plots")
+    os.makedirs(out, exist_ok=True)
+    for stale in ("runs.jsonl", "summary.md", "scale_model.json"):
+        if os.path.exists(os.path.join(out, stale)):
+            os.remove(os.path.join(out, stale))
+    shutil.rmtree(os.path.join(out, "plots"), ignore_errors=True)
+    r = Runner(args, pr, out)
+    try:
+        lda_name = run_matrix(r, pr, args.data_dir)
+    finally:
+        r.close()
+    model = None
+    sm = subprocess.run([sys.executable, os.path.join(HERE, "scale_model.py"), "--runs",
+                         os.path.join(out, "runs.jsonl"), "--out", os.path.join(out, "scale_model.json")],
+                        stderr=subprocess.PIPE, text=True)
+    if sm.returncode == 0:
+        model = json.load(open(os.path.join(out, "scale_model.json")))
+    else:
+        r.failures.append(f"scale model: {sm.stderr.strip()[-500:]}")
+    if not args.no_plots:
+        plots(r, out, model)
+    text = summarise(r, pr, lda_name, out, model)
+    if not args.quiet:
+        print(text)
+    print(f"harness: {len(r.records)} runs, {len(r.failures)} failed; outputs in {out} "
+          f"({time.time() - r.t0:.0f} s)", file=sys.stderr)
+    return 1 if r.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

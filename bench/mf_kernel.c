@@ -1,0 +1,313 @@
+/*
+ * bench/mf_kernel.c - the plain serial C kernel: seconds per data pass of
+ * the MF SGD kernel (strata_mf_sgd) alone, with no engine around it (no
+ * blocks, no schedule, no MPI, no per-chunk calls), on the same ratings,
+ * initial model and hyper-parameters as `strata mf`. Benchmark tables
+ * report the engine's modes as ratios to this.
+ *
+ * What it shares with apps/mf/mf.c: the data (--data FILE or synth:..., the
+ * same default, the same readers and generator), the global mean mu (summed
+ * in data order), the row layout (stride floats, strata_mf_init_row seeded
+ * by the global user or item index with --seed, so the same initial model)
+ * and the step of pass t (AdaGrad: lr; SGD: lr / (1 + lr-decay * t)).
+ *
+ * Order of the updates (--order). The engine's serial mode runs one worker
+ * on one stratum (B = 1): a single data block holding every rating. mf_load
+ * renumbers users and items with strata_schedule_balance, which for one
+ * block stores rows by rating count, most rated first (ties in a seeded
+ * random order), and lays the block out chunk by chunk: chunk c of --depth
+ * (8) holds the ratings of the c-th slice of the renumbered items, users
+ * ascending inside a chunk, data order among one user's ratings of a
+ * chunk. Every pass walks the chunks in that order; nothing is shuffled,
+ * and the order never changes between passes. So:
+ *  - engine (the default): exactly that renumbering, row placement and
+ *    order, one strata_mf_sgd call over all ratings. The kernel then
+ *    computes the very model the serial engine computes (per-pass train
+ *    RMSE agrees up to the summation order of the SSE), and the time ratio
+ *    engine / kernel is the engine's overhead alone.
+ *  - shuffle: the textbook serial SGD, rows at the global indices and one
+ *    seeded uniform permutation of all ratings, kept for every pass. No
+ *    locality: this shows what the engine's layout is worth.
+ *
+ * Output: the effective options and one line per pass on stderr ("pass i:
+ * X s, Y M updates/s, train RMSE Z", the RMSE from the squared errors the
+ * kernel measures before each update), then one JSON line on stdout with
+ * the build, the machine, every parameter, the data's size, the seconds of
+ * every pass and their median over the passes after --warmup (the engine's
+ * "time per pass" is the median of passes 2..N, i.e. --warmup 1).
+ * Exit status 2 for a bad flag or synth: spec, 1 for a runtime failure
+ * (unreadable or malformed data file, out of memory).
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "strata/core.h"
+#include "strata/engine.h"
+#include "strata/mf.h"
+#include "strata/options.h"
+#include "strata/ratings.h"
+#include "strata/schedule.h"
+#include "strata_build_info.h"
+
+#define PROG "mf_kernel"
+
+typedef struct bench_opts {
+  const char *data, *format, *update, *order;
+  int rank, passes, warmup, depth;
+  double lr, lr_decay, lambda, lambda_bias, init_scale;
+  uint64_t seed;
+} bench_opts;
+
+#define O(field) offsetof(bench_opts, field)
+static const strata_option bench_options[] = {
+    {"data", 'd', STRATA_OPT_STRING, O(data), "synth:", "FILE|synth:...", 0, 0, NULL,
+     "training ratings, or the generator: synth:users=U,items=I,ratings=N,rank=R,noise=S,"
+     "seed=X,skew=A (default: the mf app's)"},
+    {"format", 0, STRATA_OPT_CHOICE, O(format), "auto", "FMT", 0, 0, "auto|tsv|dat|csv|libmf|mm",
+     "rating file format"},
+    {"rank", 'k', STRATA_OPT_INT, O(rank), "100", "K", 1, 4096, NULL, "factor rank"},
+    {"passes", 'p', STRATA_OPT_INT, O(passes), "6", "N", 1, 1000000, NULL, "data passes"},
+    {"warmup", 0, STRATA_OPT_INT, O(warmup), "1", "N", 0, 1000000, NULL,
+     "first passes left out of the median (all count when passes <= warmup)"},
+    {"update", 0, STRATA_OPT_CHOICE, O(update), "adagrad", "RULE", 0, 0, "adagrad|sgd",
+     "step sizes: row-wise AdaGrad (lr / sqrt(G)), or plain SGD with lr / (1 + lr-decay * pass)"},
+    {"lr", 0, STRATA_OPT_DOUBLE, O(lr), "0.05", "RATE", 1e-9, 10, NULL,
+     "learning rate (AdaGrad: the base step)"},
+    {"lr-decay", 0, STRATA_OPT_DOUBLE, O(lr_decay), "0.1", "D", 0, 100, NULL,
+     "with --update sgd: the rate of pass t (from 0) is lr / (1 + D t)"},
+    {"lambda", 0, STRATA_OPT_DOUBLE, O(lambda), "0.1", "L", 0, 100, NULL,
+     "L2 regularisation of the factors"},
+    {"lambda-bias", 0, STRATA_OPT_DOUBLE, O(lambda_bias), "0.05", "L", 0, 100, NULL,
+     "L2 regularisation of the biases"},
+    {"init-scale", 0, STRATA_OPT_DOUBLE, O(init_scale), "0.1", "S", 0, 100, NULL,
+     "initial factors ~ N(0, S^2/k)"},
+    {"order", 0, STRATA_OPT_CHOICE, O(order), "engine", "ORDER", 0, 0, "engine|shuffle",
+     "engine: the serial engine's layout and order; shuffle: one seeded random permutation"},
+    {"depth", 0, STRATA_OPT_INT, O(depth), "8", "C", 1, 1024, NULL,
+     "with --order engine: item chunks, as the engine's --depth"},
+    {"seed", 's', STRATA_OPT_U64, O(seed), "1", "X", 0, 0, NULL,
+     "seed of the initial model, the renumbering ties and the shuffle (as the engine's --seed)"},
+    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL}};
+
+static void usage(FILE *f, const strata_optgroup *g) {
+  fprintf(f, "usage: " PROG " [options]\n"
+             "Seconds per data pass of the MF SGD kernel alone (no engine), on the data and\n"
+             "model the mf app would train.\n\n");
+  strata_options_help(f, g, 1);
+  fprintf(f, "\nExamples:\n"
+             "  " PROG "\n"
+             "  " PROG " --data synth:users=71567,items=10681,ratings=10000054 --passes 6\n"
+             "  " PROG " --data ../shared/data/movielens-100k/ua.base --rank 100 --order shuffle\n");
+}
+
+/* Reads or generates the ratings, as the mf app's read_data does. */
+static int load(const bench_opts *o, strata_ratings *rs) {
+  strata_format fmt;
+  int rc = strata_format_parse(o->format, &fmt);
+  if (rc) return rc;
+  if (strncmp(o->data, "synth:", 6) == 0) {
+    strata_synth_spec spec;
+    strata_synth_defaults(&spec);
+    if ((rc = strata_synth_parse(o->data, &spec))) return rc;
+    return strata_synth_generate(&spec, rs);
+  }
+  return strata_ratings_read(o->data, fmt, NULL, NULL, rs);
+}
+
+/* The serial engine's block (mf_load with B = 1): ids renumbered by
+ * strata_schedule_balance, entries counting-sorted on (item chunk, user)
+ * with data order kept inside a key. urow/irow receive the renumbering. */
+static int order_engine(const strata_ratings *rs, int depth, uint64_t seed, strata_mf_entry *ent,
+                        uint32_t *urow, uint32_t *irow) {
+  const uint32_t nu = rs->n_users, ni = rs->n_items;
+  const size_t nkeys = (size_t)depth * nu;
+  uint32_t *ucount = strata_calloc((size_t)nu + 1, sizeof *ucount);
+  uint32_t *icount = strata_calloc((size_t)ni + 1, sizeof *icount);
+  uint32_t *blk = strata_malloc(((size_t)(nu > ni ? nu : ni) + 1) * sizeof *blk);
+  size_t *start = strata_calloc(nkeys + 1, sizeof *start);
+  uint32_t size1;
+  int rc = 0;
+  if (!ucount || !icount || !blk || !start) {
+    rc = strata_err_set(STRATA_ENOMEM, "out of memory ordering %zu ratings", rs->n);
+    goto done;
+  }
+  for (size_t j = 0; j < rs->n; j++) {
+    ucount[rs->r[j].user]++;
+    icount[rs->r[j].item]++;
+  }
+  /* The same seeds as mf_load, so ties among equally rated ids fall alike. */
+  if ((rc = strata_schedule_balance(nu, 1, strata_mix64(seed ^ 0x55), ucount, blk, urow, &size1)) ||
+      (rc = strata_schedule_balance(ni, 1, strata_mix64(seed ^ 0x1e), icount, blk, irow, &size1)))
+    goto done;
+  for (size_t j = 0; j < rs->n; j++) {
+    uint32_t il = irow[rs->r[j].item];
+    size_t c = (size_t)(((uint64_t)(il + 1) * (uint64_t)depth - 1) / ni);
+    start[c * nu + urow[rs->r[j].user] + 1]++;
+  }
+  for (size_t q = 0; q < nkeys; q++) start[q + 1] += start[q];
+  for (size_t j = 0; j < rs->n; j++) {
+    uint32_t il = irow[rs->r[j].item], ul = urow[rs->r[j].user];
+    size_t c = (size_t)(((uint64_t)(il + 1) * (uint64_t)depth - 1) / ni);
+    ent[start[c * nu + ul]++] = (strata_mf_entry){.u = ul, .i = il, .r = rs->r[j].value};
+  }
+done:
+  strata_free(ucount);
+  strata_free(icount);
+  strata_free(blk);
+  strata_free(start);
+  return rc;
+}
+
+/* Rows at the global indices, one seeded Fisher-Yates shuffle. */
+static void order_shuffle(const strata_ratings *rs, uint64_t seed, strata_mf_entry *ent,
+                          uint32_t *urow, uint32_t *irow) {
+  for (uint32_t u = 0; u < rs->n_users; u++) urow[u] = u;
+  for (uint32_t i = 0; i < rs->n_items; i++) irow[i] = i;
+  for (size_t j = 0; j < rs->n; j++)
+    ent[j] = (strata_mf_entry){.u = rs->r[j].user, .i = rs->r[j].item, .r = rs->r[j].value};
+  strata_rng rng;
+  strata_rng_seed(&rng, strata_mix64(seed ^ 0x5f6d665f6b65726eULL));
+  for (size_t j = rs->n; j > 1; j--) {
+    size_t x = (size_t)strata_rng_below(&rng, j);
+    strata_mf_entry t = ent[j - 1];
+    ent[j - 1] = ent[x];
+    ent[x] = t;
+  }
+}
+
+/* A JSON string literal of s (file names may hold quotes or backslashes). */
+static void json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\')
+      fprintf(f, "\\%c", *p);
+    else if (*p < 0x20)
+      fprintf(f, "\\u%04x", *p);
+    else
+      fputc(*p, f);
+  }
+  fputc('"', f);
+}
+
+int main(int argc, char **argv) {
+  bench_opts o;
+  strata_optgroup g = {"options", bench_options, &o};
+  int help = 0;
+  int rc = strata_options_defaults(&g, 1);
+  if (!rc) rc = strata_options_parse(&g, 1, argc - 1, argv + 1, &help);
+  if (rc || help) {
+    if (rc) fprintf(stderr, PROG ": %s\n", strata_err_msg());
+    else usage(stdout, &g);
+    return rc ? 2 : 0;
+  }
+
+  int code = 1;
+  strata_ratings rs;
+  memset(&rs, 0, sizeof rs);
+  strata_mf_entry *ent = NULL;
+  uint32_t *urow = NULL, *irow = NULL;
+  float *W = NULL, *H = NULL;
+  double *secs = NULL;
+
+  double t0 = strata_now();
+  if ((rc = load(&o, &rs))) {
+    fprintf(stderr, PROG ": %s\n", strata_err_msg());
+    code = rc == STRATA_EUSAGE ? 2 : 1;
+    goto done;
+  }
+  /* Echoed once the data is in, so that a bad --data is the only line. */
+  strata_options_echo(stderr, PROG ": ", &g, 1);
+  const size_t n = rs.n;
+  const uint32_t n_users = rs.n_users, n_items = rs.n_items;
+  const int k = o.rank, kpad = strata_mf_kpad(k), stride = kpad + STRATA_MF_TAIL;
+  ent = strata_malloc(n * sizeof *ent);
+  urow = strata_malloc(((size_t)n_users + 1) * sizeof *urow);
+  irow = strata_malloc(((size_t)n_items + 1) * sizeof *irow);
+  W = strata_alloc_aligned(((size_t)n_users + 1) * (size_t)stride * sizeof *W);
+  H = strata_alloc_aligned(((size_t)n_items + 1) * (size_t)stride * sizeof *H);
+  secs = strata_malloc((size_t)o.passes * sizeof *secs);
+  if (!ent || !urow || !irow || !W || !H || !secs) {
+    fprintf(stderr, PROG ": out of memory for %zu ratings at rank %d\n", n, k);
+    goto done;
+  }
+  double sum = 0;
+  for (size_t j = 0; j < n; j++) sum += rs.r[j].value;
+  const float mu = (float)(sum / (double)n);
+  if (!strcmp(o.order, "engine")) {
+    if ((rc = order_engine(&rs, o.depth, o.seed, ent, urow, irow))) {
+      fprintf(stderr, PROG ": %s\n", strata_err_msg());
+      goto done;
+    }
+  } else {
+    order_shuffle(&rs, o.seed, ent, urow, irow);
+  }
+  for (uint32_t u = 0; u < n_users; u++)
+    strata_mf_init_row(W + (size_t)urow[u] * (size_t)stride, k, stride, o.init_scale, o.seed, 0, u);
+  for (uint32_t i = 0; i < n_items; i++)
+    strata_mf_init_row(H + (size_t)irow[i] * (size_t)stride, k, stride, o.init_scale, o.seed, 1, i);
+  strata_ratings_close(&rs);
+  const double load_s = strata_now() - t0;
+  fprintf(stderr, PROG ": %zu ratings, %u users, %u items, mu %.4f (%.2f s to load and lay out)\n",
+          n, n_users, n_items, (double)mu, load_s);
+
+  const int adagrad = !strcmp(o.update, "adagrad");
+  strata_mf_step st = {.k = k,
+                       .kpad = kpad,
+                       .stride = stride,
+                       .mu = mu,
+                       .lambda = (float)o.lambda,
+                       .lambda_bias = (float)o.lambda_bias,
+                       .bias = 1,
+                       .adagrad = adagrad};
+  double rmse = 0;
+  for (int p = 0; p < o.passes; p++) {
+    st.lr = adagrad ? (float)o.lr : (float)(o.lr / (1.0 + o.lr_decay * (double)p));
+    double p0 = strata_now();
+    double sse = strata_mf_sgd(&st, ent, n, W, H);
+    secs[p] = strata_now() - p0;
+    rmse = sqrt(sse / (double)n);
+    fprintf(stderr, "pass %d: %.4f s, %.2f M updates/s, train RMSE %.6f\n", p + 1, secs[p],
+            (double)n / secs[p] / 1e6, rmse);
+  }
+  const int from = o.passes > o.warmup ? o.warmup : 0;
+  const double tpp = strata_median(secs + from, o.passes - from);
+
+  struct utsname un;
+  if (uname(&un)) memset(&un, 0, sizeof un);
+  printf("{\"bench\":\"mf_kernel\",\"version\":\"%s\",\"git\":\"%s\",\"flags\":\"%s\","
+         "\"compiler\":\"%s\",\"host\":",
+         STRATA_VERSION, STRATA_GIT_REV, STRATA_BUILD_FLAGS, STRATA_COMPILER);
+  json_str(stdout, un.nodename);
+  printf(",\"machine\":");
+  json_str(stdout, un.machine);
+  printf(",\"cpus\":%ld,\"data\":", sysconf(_SC_NPROCESSORS_ONLN));
+  json_str(stdout, o.data);
+  printf(",\"format\":\"%s\",\"rank\":%d,\"passes\":%d,\"warmup\":%d,\"update\":\"%s\","
+         "\"lr\":%.9g,\"lr_decay\":%.9g,\"lambda\":%.9g,\"lambda_bias\":%.9g,"
+         "\"init_scale\":%.9g,\"bias\":true,\"order\":\"%s\",\"depth\":%d,\"seed\":%" PRIu64 ","
+         "\"ratings\":%zu,\"users\":%u,\"items\":%u,\"mu\":%.9g,\"load_s\":%.6f,\"pass_s\":[",
+         o.format, o.rank, o.passes, o.warmup, o.update, o.lr, o.lr_decay, o.lambda,
+         o.lambda_bias, o.init_scale, o.order, o.depth, o.seed, n, n_users, n_items, (double)mu,
+         load_s);
+  for (int p = 0; p < o.passes; p++) printf("%s%.6f", p ? "," : "", secs[p]);
+  printf("],\"measured_passes\":%d,\"time_per_pass_s\":%.6f,\"updates_per_s\":%.0f,"
+         "\"train_rmse\":%.9g}\n",
+         o.passes - from, tpp, (double)n / tpp, rmse);
+  code = 0;
+
+done:
+  strata_free(secs);
+  strata_free(H);
+  strata_free(W);
+  strata_free(irow);
+  strata_free(urow);
+  strata_free(ent);
+  strata_ratings_close(&rs);
+  return code;
+}
