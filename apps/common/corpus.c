@@ -2,145 +2,15 @@
 #include "strata/corpus.h"
 
 #include <ctype.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <zlib.h>
 
 #include "strata/core.h"
-
-/* ---- line reader over zlib ------------------------------------------- */
-
-/* gzread passes plain files through unchanged, so one reader serves both
- * "docword.kos.txt.gz" and "ap.dat", whatever their names say. */
-
-#define READ_CHUNK ((size_t)1 << 20)
-/* gzread takes an unsigned and returns an int. */
-#define READ_MAX ((size_t)1 << 30)
-
-typedef struct {
-  gzFile gz;
-  const char *path;
-  char *buf;
-  size_t cap, beg, end; /* unread bytes are buf[beg, end) */
-  int eof;
-  size_t lineno;
-} line_reader;
-
-static int reader_open(line_reader *rd, const char *path) {
-  memset(rd, 0, sizeof *rd);
-  rd->path = path;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return strata_err_set(STRATA_ENOENT, "%s: cannot open: %s", path, strerror(errno));
-  /* open() succeeds on a directory; reading it would fail later with a less
-   * helpful message. */
-  struct stat st;
-  if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-    close(fd);
-    return strata_err_set(STRATA_ENOENT, "%s: cannot open: %s", path, strerror(EISDIR));
-  }
-  rd->gz = gzdopen(fd, "rb");
-  if (!rd->gz) {
-    close(fd);
-    return strata_err_set(STRATA_ENOMEM, "%s: out of memory opening the file", path);
-  }
-  gzbuffer(rd->gz, 1u << 17);
-  rd->cap = READ_CHUNK;
-  rd->buf = strata_malloc(rd->cap);
-  if (!rd->buf) {
-    gzclose(rd->gz);
-    rd->gz = NULL;
-    return strata_err_set(STRATA_ENOMEM, "%s: out of memory for the read buffer", path);
-  }
-  return 0;
-}
-
-static void reader_close(line_reader *rd) {
-  strata_free(rd->buf);
-  if (rd->gz) gzclose(rd->gz);
-  rd->buf = NULL;
-  rd->gz = NULL;
-}
-
-static int reader_rewind(line_reader *rd) {
-  if (gzrewind(rd->gz) != 0)
-    return strata_err_set(STRATA_EIO, "%s: cannot rewind after detecting the format", rd->path);
-  rd->beg = rd->end = 0;
-  rd->eof = 0;
-  rd->lineno = 0;
-  return 0;
-}
-
-static int read_failed(line_reader *rd) {
-  int errnum = Z_OK;
-  const char *msg = gzerror(rd->gz, &errnum);
-  if (errnum == Z_OK) return 0;
-  if (errnum == Z_ERRNO)
-    return strata_err_set(STRATA_EIO, "%s:%zu: read error: %s", rd->path, rd->lineno + 1,
-                          strerror(errno));
-  if (errnum == Z_MEM_ERROR)
-    return strata_err_set(STRATA_ENOMEM, "%s:%zu: out of memory decompressing", rd->path,
-                          rd->lineno + 1);
-  /* Z_BUF_ERROR is zlib's "unexpected end of file": a cut gzip stream.
-   * zlib prefixes its message with "<fd:N>: ", which names nothing here. */
-  const char *colon = msg && msg[0] == '<' ? strstr(msg, ">: ") : NULL;
-  if (colon) msg = colon + 3;
-  return strata_err_set(STRATA_EPARSE, "%s:%zu: corrupt or truncated gzip data: %s", rd->path,
-                        rd->lineno + 1, msg);
-}
-
-/* 1 with the next line (without LF or CR LF), 0 at end of file, or an error.
- * The line stays valid until the next call. */
-static int next_line(line_reader *rd, const char **line, size_t *len) {
-  for (;;) {
-    char *s = rd->buf + rd->beg;
-    size_t avail = rd->end - rd->beg;
-    char *nl = avail ? memchr(s, '\n', avail) : NULL;
-    if (nl || (rd->eof && avail)) {
-      size_t n = nl ? (size_t)(nl - s) : avail;
-      rd->beg += nl ? n + 1 : n;
-      if (n && s[n - 1] == '\r') n--;
-      rd->lineno++;
-      *line = s;
-      *len = n;
-      return 1;
-    }
-    if (rd->eof) return 0;
-    if (rd->beg) {
-      memmove(rd->buf, s, avail);
-      rd->beg = 0;
-      rd->end = avail;
-    }
-    if (rd->end == rd->cap) {
-      /* A line longer than the buffer: keep all of it. */
-      char *b = strata_realloc(rd->buf, rd->cap * 2);
-      if (!b)
-        return strata_err_set(STRATA_ENOMEM, "%s:%zu: out of memory for a %zu-byte line", rd->path,
-                              rd->lineno + 1, rd->cap);
-      rd->buf = b;
-      rd->cap *= 2;
-    }
-    size_t want = rd->cap - rd->end;
-    if (want > READ_MAX) want = READ_MAX;
-    int got = gzread(rd->gz, rd->buf + rd->end, (unsigned)want);
-    if (got < 0) {
-      int rc = read_failed(rd);
-      return rc ? rc : strata_err_set(STRATA_EIO, "%s:%zu: read error", rd->path, rd->lineno + 1);
-    }
-    rd->end += (size_t)got;
-    if (got == 0) {
-      int rc = read_failed(rd);
-      if (rc) return rc;
-      rd->eof = 1;
-    }
-  }
-}
+#include "apps/common/lines.h"
+#include "apps/common/spec.h"
 
 /* ---- fields and numbers ---------------------------------------------- */
 
@@ -164,25 +34,6 @@ static int is_blank_line(const char *s, size_t n) {
   return 1;
 }
 
-enum { NUM_OK = 0, NUM_BAD = 1, NUM_OVERFLOW = 2 };
-
-/* The whole of [p, e) must be one decimal integer. */
-static int scan_i64(const char *p, const char *e, int64_t *out) {
-  int neg = 0;
-  if (p < e && (*p == '+' || *p == '-')) neg = *p++ == '-';
-  if (p == e) return NUM_BAD;
-  uint64_t v = 0;
-  int overflow = 0;
-  for (; p < e; p++) {
-    unsigned d = (unsigned)(*p - '0');
-    if (d > 9) return NUM_BAD;
-    if (v > (UINT64_MAX - d) / 10) overflow = 1;
-    v = v * 10 + d;
-  }
-  if (overflow || v > (uint64_t)INT64_MAX + (uint64_t)neg) return NUM_OVERFLOW;
-  *out = neg ? (int64_t)(0 - v) : (int64_t)v;
-  return NUM_OK;
-}
 
 /* Shown text of a field in messages, cut so one bad line cannot flood them. */
 #define FIELD_SHOW 40
@@ -193,13 +44,13 @@ static int shown(const char *p, const char *e) {
 }
 
 /* Every content error is STRATA_EPARSE, as corpus.h promises. */
-static int scan_int(const line_reader *rd, const char *what, const char *p, const char *e,
+static int scan_int(const strata__lines *rd, const char *what, const char *p, const char *e,
                     int64_t *out) {
-  int why = scan_i64(p, e, out);
-  if (why == NUM_OVERFLOW)
+  int why = strata__scan_i64(p, e, out);
+  if (why == STRATA__NUM_OVERFLOW)
     return strata_err_set(STRATA_EPARSE, "%s:%zu: %s '%.*s' does not fit in 64 bits", rd->path,
                           rd->lineno, what, shown(p, e), p);
-  if (why != NUM_OK)
+  if (why != STRATA__NUM_OK)
     return strata_err_set(STRATA_EPARSE, "%s:%zu: %s '%.*s' is not an integer", rd->path,
                           rd->lineno, what, shown(p, e), p);
   return 0;
@@ -251,23 +102,23 @@ void strata_corpus_close(strata_corpus *c) {
 /* UCI opens with three lines of one integer each (D, W, NNZ); an lda-c line
  * holds a count and then pairs. Blank lines are skipped, as the UCI reader
  * does. Reads from the start and rewinds. */
-static int detect_format(line_reader *rd, strata_corpus_format *fmt) {
+static int detect_format(strata__lines *rd, strata_corpus_format *fmt) {
   const char *line;
   size_t len;
   int ints = 0, rc = 0;
   *fmt = STRATA_CORPUS_LDAC;
-  while (ints < 3 && (rc = next_line(rd, &line, &len)) > 0) {
+  while (ints < 3 && (rc = strata__lines_next(rd, &line, &len)) > 0) {
     if (is_blank_line(line, len)) continue;
     const char *s = line, *e = line + len, *fp, *fe, *gp, *ge;
     int64_t v;
     if (!next_field(&s, e, &fp, &fe) || next_field(&s, e, &gp, &ge) ||
-        scan_i64(fp, fe, &v) != NUM_OK)
+        strata__scan_i64(fp, fe, &v) != STRATA__NUM_OK)
       break;
     ints++;
   }
   if (rc < 0) return rc;
   if (ints == 3) *fmt = STRATA_CORPUS_UCI;
-  return reader_rewind(rd);
+  return strata__lines_rewind(rd);
 }
 
 /* ---- UCI ------------------------------------------------------------- */
@@ -282,7 +133,7 @@ static const char *const uci_header_names[] = {"document count D", "vocabulary s
 /* Entries are kept until the end so that documents can be grouped by id
  * whatever order the file lists them in (12 bytes per entry while reading);
  * one counting pass then lays the tokens out document by document. */
-static int read_uci(line_reader *rd, uint32_t vocab_size, strata_corpus *c) {
+static int read_uci(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
   int rc = 0;
   uci_entry *ent = NULL;
   size_t n_ent = 0, cap = 0;
@@ -291,7 +142,7 @@ static int read_uci(line_reader *rd, uint32_t vocab_size, strata_corpus *c) {
   const char *line;
   size_t len;
 
-  while ((rc = next_line(rd, &line, &len)) > 0) {
+  while ((rc = strata__lines_next(rd, &line, &len)) > 0) {
     if (is_blank_line(line, len)) continue;
     const char *s = line, *e = line + len;
     const char *f[3][2];
@@ -431,7 +282,7 @@ fail:
 
 /* ---- lda-c ----------------------------------------------------------- */
 
-static int read_ldac(line_reader *rd, uint32_t vocab_size, strata_corpus *c) {
+static int read_ldac(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
   int rc = 0;
   size_t off_cap = 0, word_cap = 0, n_tok = 0;
   uint32_t n_docs = 0;
@@ -442,7 +293,7 @@ static int read_ldac(line_reader *rd, uint32_t vocab_size, strata_corpus *c) {
 
   if (grow((void **)&c->doc_off, &off_cap, 1, SIZE_MAX, sizeof *c->doc_off)) goto nomem;
   c->doc_off[0] = 0;
-  while ((rc = next_line(rd, &line, &len)) > 0) {
+  while ((rc = strata__lines_next(rd, &line, &len)) > 0) {
     if (is_blank_line(line, len)) {
       if (!blank) blank = rd->lineno;
       continue;
@@ -548,17 +399,17 @@ int strata_corpus_read(const char *path, strata_corpus_format fmt, uint32_t voca
   memset(c, 0, sizeof *c);
   if ((unsigned)fmt >= N_FORMATS)
     return strata_err_set(STRATA_EINVAL, "%s: unknown corpus format %d", path, (int)fmt);
-  line_reader rd;
-  int rc = reader_open(&rd, path);
+  strata__lines rd;
+  int rc = strata__lines_open(&rd, path);
   if (rc) return rc;
   if (fmt == STRATA_CORPUS_AUTO && (rc = detect_format(&rd, &fmt))) goto fail;
   rc = fmt == STRATA_CORPUS_UCI ? read_uci(&rd, vocab_size, c) : read_ldac(&rd, vocab_size, c);
   if (rc) goto fail;
-  reader_close(&rd);
+  strata__lines_close(&rd);
   return 0;
 
 fail:
-  reader_close(&rd);
+  strata__lines_close(&rd);
   strata_corpus_close(c);
   return rc;
 }
@@ -574,13 +425,13 @@ void strata_vocab_close(strata_vocab *v) {
 
 int strata_vocab_read(const char *path, strata_vocab *v) {
   memset(v, 0, sizeof *v);
-  line_reader rd;
-  int rc = reader_open(&rd, path);
+  strata__lines rd;
+  int rc = strata__lines_open(&rd, path);
   if (rc) return rc;
   size_t cap = 0;
   const char *line;
   size_t len;
-  while ((rc = next_line(&rd, &line, &len)) > 0) {
+  while ((rc = strata__lines_next(&rd, &line, &len)) > 0) {
     /* Word ids are line numbers, so a blank line cannot simply be skipped. */
     if (is_blank_line(line, len)) {
       rc = strata_err_set(STRATA_EPARSE, "%s:%zu: empty line (line i names word id i-1)", path,
@@ -608,31 +459,26 @@ int strata_vocab_read(const char *path, strata_vocab *v) {
     rc = strata_err_set(STRATA_EEMPTY, "%s: no words", path);
     goto fail;
   }
-  reader_close(&rd);
+  strata__lines_close(&rd);
   return 0;
 
 fail:
-  reader_close(&rd);
+  strata__lines_close(&rd);
   strata_vocab_close(v);
   return rc;
 }
 
 /* ---- synthetic spec -------------------------------------------------- */
 
-typedef enum { KEY_U32, KEY_SEED, KEY_POSITIVE } key_kind;
-
-static const struct {
-  const char *name;
-  key_kind kind;
-  size_t off;
-} synth_keys[] = {
-    {"docs", KEY_U32, offsetof(strata_lda_synth, docs)},
-    {"len", KEY_U32, offsetof(strata_lda_synth, len)},
-    {"vocab", KEY_U32, offsetof(strata_lda_synth, vocab)},
-    {"topics", KEY_U32, offsetof(strata_lda_synth, topics)},
-    {"alpha", KEY_POSITIVE, offsetof(strata_lda_synth, alpha)},
-    {"beta", KEY_POSITIVE, offsetof(strata_lda_synth, beta)},
-    {"seed", KEY_SEED, offsetof(strata_lda_synth, seed)},
+/* alpha and beta must be > 0: a Dirichlet needs a positive concentration. */
+static const strata__spec_key synth_keys[] = {
+    {"docs", STRATA__SPEC_U32, offsetof(strata_lda_synth, docs)},
+    {"len", STRATA__SPEC_U32, offsetof(strata_lda_synth, len)},
+    {"vocab", STRATA__SPEC_U32, offsetof(strata_lda_synth, vocab)},
+    {"topics", STRATA__SPEC_U32, offsetof(strata_lda_synth, topics)},
+    {"alpha", STRATA__SPEC_POSITIVE, offsetof(strata_lda_synth, alpha)},
+    {"beta", STRATA__SPEC_POSITIVE, offsetof(strata_lda_synth, beta)},
+    {"seed", STRATA__SPEC_SEED, offsetof(strata_lda_synth, seed)},
 };
 #define N_SYNTH_KEYS (sizeof synth_keys / sizeof synth_keys[0])
 
@@ -648,95 +494,8 @@ void strata_lda_synth_defaults(strata_lda_synth *s) {
   };
 }
 
-/* Digits only: strtoull would accept a sign, blanks and wrap "-1" around. */
-static int scan_u64(const char *p, const char *e, uint64_t *out) {
-  if (p == e) return -1;
-  uint64_t v = 0;
-  for (; p < e; p++) {
-    unsigned d = (unsigned)(*p - '0');
-    if (d > 9 || v > (UINT64_MAX - d) / 10) return -1;
-    v = v * 10 + d;
-  }
-  *out = v;
-  return 0;
-}
-
-static int set_value(strata_lda_synth *s, size_t k, const char *p, const char *e) {
-  void *dst = (char *)s + synth_keys[k].off;
-  uint64_t u;
-  switch (synth_keys[k].kind) {
-    case KEY_U32:
-      if (scan_u64(p, e, &u) || u == 0 || u > UINT32_MAX) return -1;
-      *(uint32_t *)dst = (uint32_t)u;
-      return 0;
-    case KEY_SEED:
-      if (scan_u64(p, e, &u)) return -1;
-      *(uint64_t *)dst = u;
-      return 0;
-    case KEY_POSITIVE: {
-      char tmp[64];
-      size_t n = (size_t)(e - p);
-      if (n == 0 || n >= sizeof tmp || isspace((unsigned char)p[0])) return -1;
-      memcpy(tmp, p, n);
-      tmp[n] = '\0';
-      char *end;
-      double v = strtod(tmp, &end);
-      /* A Dirichlet needs a strictly positive concentration. */
-      if (end != tmp + n || !isfinite(v) || !(v > 0)) return -1;
-      *(double *)dst = v;
-      return 0;
-    }
-  }
-  return -1;
-}
-
-static const char *key_rule(key_kind kind) {
-  switch (kind) {
-    case KEY_U32: return "a positive integer below 2^32";
-    case KEY_SEED: return "a non-negative integer";
-    case KEY_POSITIVE: return "a finite number > 0";
-  }
-  return "";
-}
-
 int strata_lda_synth_parse(const char *text, strata_lda_synth *spec) {
-  static const char prefix[] = "synth";
-  if (strncmp(text, prefix, sizeof prefix - 1) != 0 ||
-      (text[sizeof prefix - 1] != '\0' && text[sizeof prefix - 1] != ':'))
-    return strata_err_set(STRATA_EUSAGE,
-                          "--data %s: not a synthetic spec (expected synth:key=value,...)", text);
-  /* Parse into a copy so a bad spec leaves the caller's values untouched. */
-  strata_lda_synth out = *spec;
-  const char *s = text + sizeof prefix - 1;
-  if (*s == ':') s++;
-  while (*s) {
-    const char *end = strchr(s, ',');
-    if (!end) end = s + strlen(s);
-    const char *eq = memchr(s, '=', (size_t)(end - s));
-    int len = (int)(end - s);
-    if (len == 0) return strata_err_set(STRATA_EUSAGE, "--data synth: empty field in '%s'", text);
-    if (!eq)
-      return strata_err_set(STRATA_EUSAGE, "--data synth: expected key=value, got '%.*s'", len, s);
-    size_t klen = (size_t)(eq - s);
-    size_t k = 0;
-    while (k < N_SYNTH_KEYS &&
-           !(strlen(synth_keys[k].name) == klen && memcmp(synth_keys[k].name, s, klen) == 0))
-      k++;
-    if (k == N_SYNTH_KEYS)
-      return strata_err_set(STRATA_EUSAGE,
-                            "--data synth: unknown key '%.*s' (expected docs, len, vocab, topics, "
-                            "alpha, beta or seed)",
-                            (int)klen, s);
-    if (set_value(&out, k, eq + 1, end) != 0)
-      return strata_err_set(STRATA_EUSAGE, "--data synth: bad value '%.*s' for '%s' (need %s)",
-                            (int)(end - eq - 1), eq + 1, synth_keys[k].name,
-                            key_rule(synth_keys[k].kind));
-    s = *end ? end + 1 : end;
-    if (*end && !*s)
-      return strata_err_set(STRATA_EUSAGE, "--data synth: empty field in '%s'", text);
-  }
-  *spec = out;
-  return 0;
+  return strata__spec_parse(text, synth_keys, N_SYNTH_KEYS, spec, sizeof *spec);
 }
 
 /* ---- random variates ------------------------------------------------- */

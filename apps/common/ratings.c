@@ -2,15 +2,14 @@
 #include "strata/ratings.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 
 #include "strata/core.h"
+#include "apps/common/lines.h"
 
 /* ---- id map ------------------------------------------------------------ */
 
@@ -224,26 +223,6 @@ int strata_ratings_duplicate(strata_ratings *rs, int copies, uint32_t n_users, u
 
 /* ---- number scanning --------------------------------------------------- */
 
-enum { NUM_OK = 0, NUM_BAD = 1, NUM_OVERFLOW = 2 };
-
-/* The whole of [p, e) must be one decimal integer; no NUL terminator needed,
- * which lets fields be parsed in place inside the read buffer. */
-static int scan_i64(const char *p, const char *e, int64_t *out) {
-  int neg = 0;
-  if (p < e && (*p == '+' || *p == '-')) neg = *p++ == '-';
-  if (p == e) return NUM_BAD;
-  uint64_t v = 0;
-  int overflow = 0;
-  for (; p < e; p++) {
-    unsigned d = (unsigned)(*p - '0');
-    if (d > 9) return NUM_BAD;
-    if (v > (UINT64_MAX - d) / 10) overflow = 1;
-    v = v * 10 + d;
-  }
-  if (overflow || v > (uint64_t)INT64_MAX + (uint64_t)neg) return NUM_OVERFLOW;
-  *out = neg ? (int64_t)(0 - v) : (int64_t)v;
-  return NUM_OK;
-}
 
 static const double pow10_exact[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                      1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
@@ -277,74 +256,19 @@ static int scan_f64(const char *p, const char *e, double *out) {
   if (s == e && any && digits <= 15 && frac <= 22) {
     double v = (double)mant / pow10_exact[frac];
     *out = neg ? -v : v;
-    return NUM_OK;
+    return STRATA__NUM_OK;
   }
   char tmp[128];
   size_t n = (size_t)(e - p);
-  if (n == 0 || n >= sizeof tmp) return NUM_BAD;
+  if (n == 0 || n >= sizeof tmp) return STRATA__NUM_BAD;
   memcpy(tmp, p, n);
   tmp[n] = '\0';
   /* strtod skips leading white space, which would hide garbage such as a
    * stray CR inside the line. */
-  if (isspace((unsigned char)tmp[0])) return NUM_BAD;
+  if (isspace((unsigned char)tmp[0])) return STRATA__NUM_BAD;
   char *end;
   *out = strtod(tmp, &end);
-  return end == tmp + n ? NUM_OK : NUM_BAD;
-}
-
-/* ---- line reader ------------------------------------------------------- */
-
-#define READ_CHUNK ((size_t)1 << 20)
-
-typedef struct {
-  FILE *f;
-  const char *path;
-  char *buf;
-  size_t cap, beg, end; /* unread bytes are buf[beg, end) */
-  int eof;
-  size_t lineno;
-} line_reader;
-
-/* 1 with the next line (without LF or CR LF), 0 at end of file, or an error.
- * The line stays valid until the next call. */
-static int next_line(line_reader *rd, const char **line, size_t *len) {
-  for (;;) {
-    char *s = rd->buf + rd->beg;
-    size_t avail = rd->end - rd->beg;
-    char *nl = avail ? memchr(s, '\n', avail) : NULL;
-    if (nl || (rd->eof && avail)) {
-      size_t n = nl ? (size_t)(nl - s) : avail;
-      rd->beg += nl ? n + 1 : n;
-      if (n && s[n - 1] == '\r') n--;
-      rd->lineno++;
-      *line = s;
-      *len = n;
-      return 1;
-    }
-    if (rd->eof) return 0;
-    if (rd->beg) {
-      memmove(rd->buf, s, avail);
-      rd->beg = 0;
-      rd->end = avail;
-    }
-    if (rd->end == rd->cap) {
-      /* A line longer than the buffer: keep all of it. */
-      char *b = strata_realloc(rd->buf, rd->cap * 2);
-      if (!b)
-        return strata_err_set(STRATA_ENOMEM, "%s:%zu: out of memory for a %zu-byte line", rd->path,
-                              rd->lineno + 1, rd->cap);
-      rd->buf = b;
-      rd->cap *= 2;
-    }
-    size_t got = fread(rd->buf + rd->end, 1, rd->cap - rd->end, rd->f);
-    rd->end += got;
-    if (got == 0) {
-      if (ferror(rd->f))
-        return strata_err_set(STRATA_EIO, "%s:%zu: read error: %s", rd->path, rd->lineno + 1,
-                              strerror(errno));
-      rd->eof = 1;
-    }
-  }
+  return end == tmp + n ? STRATA__NUM_OK : STRATA__NUM_BAD;
 }
 
 /* ---- per-format line parsing ------------------------------------------ */
@@ -431,7 +355,7 @@ typedef struct {
 
 static int bad_id(const read_ctx *c, size_t line, const char *what, field f, int why) {
   int len = (int)(f.e - f.p);
-  if (why == NUM_OVERFLOW)
+  if (why == STRATA__NUM_OVERFLOW)
     return strata_err_set(STRATA_ERANGE, "%s:%zu: %s '%.*s' does not fit in 64 bits", c->path, line,
                           what, len > FIELD_SHOW ? FIELD_SHOW : len, f.p);
   return strata_err_set(STRATA_EPARSE, "%s:%zu: %s '%.*s' is not an integer", c->path, line, what,
@@ -439,8 +363,8 @@ static int bad_id(const read_ctx *c, size_t line, const char *what, field f, int
 }
 
 static int scan_id(const read_ctx *c, size_t line, const char *what, field f, int64_t *id) {
-  int why = scan_i64(f.p, f.e, id);
-  if (why != NUM_OK) return bad_id(c, line, what, f, why);
+  int why = strata__scan_i64(f.p, f.e, id);
+  if (why != STRATA__NUM_OK) return bad_id(c, line, what, f, why);
   if (*id < 0)
     return strata_err_set(STRATA_ERANGE, "%s:%zu: negative %s %lld", c->path, line, what,
                           (long long)*id);
@@ -450,7 +374,7 @@ static int scan_id(const read_ctx *c, size_t line, const char *what, field f, in
 static int scan_value(const read_ctx *c, size_t line, const char *what, field f, float *value) {
   double v;
   int len = (int)(f.e - f.p);
-  if (scan_f64(f.p, f.e, &v) != NUM_OK)
+  if (scan_f64(f.p, f.e, &v) != STRATA__NUM_OK)
     return strata_err_set(STRATA_EPARSE, "%s:%zu: %s '%.*s' is not a number", c->path, line, what,
                           len > FIELD_SHOW ? FIELD_SHOW : len, f.p);
   /* Finite as a double can still overflow the stored float. */
@@ -587,9 +511,9 @@ static int mm_line(read_ctx *c, size_t line, const char *s, size_t n) {
   int64_t i = 0, j = 0;
   float v = 0;
   int why;
-  if ((why = scan_i64(f[0].p, f[0].e, &i)) != NUM_OK)
+  if ((why = strata__scan_i64(f[0].p, f[0].e, &i)) != STRATA__NUM_OK)
     return bad_id(c, line, "row index", f[0], why);
-  if ((why = scan_i64(f[1].p, f[1].e, &j)) != NUM_OK)
+  if ((why = strata__scan_i64(f[1].p, f[1].e, &j)) != STRATA__NUM_OK)
     return bad_id(c, line, "column index", f[1], why);
   if (i < 1 || i > c->mm_rows)
     return strata_err_set(STRATA_ERANGE, "%s:%zu: row index %lld out of range 1..%lld", c->path,
@@ -634,7 +558,7 @@ static int parse_line(read_ctx *c, size_t line, const char *s, size_t n) {
         double v;
         /* Headers name their columns; a numeric first field is already data,
          * and a malformed one ("1.5", "-3") should be reported, not skipped. */
-        if (scan_f64(f[0].p, f[0].e, &v) != NUM_OK) return 0;
+        if (scan_f64(f[0].p, f[0].e, &v) != STRATA__NUM_OK) return 0;
       }
       return triple_line(c, line, f, nf);
     }
@@ -648,24 +572,12 @@ int strata_ratings_read(const char *path, strata_format fmt, const strata_idmap 
                         const strata_idmap *items, strata_ratings *rs) {
   int rc = 0;
   read_ctx c = {.path = path, .fmt = fmt, .rs = rs, .ufind = users, .ifind = items};
-  line_reader rd = {.path = path};
+  strata__lines rd = {0};
   memset(rs, 0, sizeof *rs);
 
   if ((unsigned)fmt > STRATA_FMT_MM)
     return strata_err_set(STRATA_EINVAL, "%s: unknown rating format %d", path, (int)fmt);
-  rd.f = fopen(path, "rb");
-  if (!rd.f) return strata_err_set(STRATA_ENOENT, "%s: cannot open: %s", path, strerror(errno));
-  struct stat st;
-  if (fstat(fileno(rd.f), &st) == 0 && S_ISDIR(st.st_mode)) {
-    rc = strata_err_set(STRATA_ENOENT, "%s: cannot open: %s", path, strerror(EISDIR));
-    goto fail;
-  }
-  rd.cap = READ_CHUNK;
-  rd.buf = strata_malloc(rd.cap);
-  if (!rd.buf) {
-    rc = strata_err_set(STRATA_ENOMEM, "%s: out of memory for the read buffer", path);
-    goto fail;
-  }
+  if ((rc = strata__lines_open(&rd, path))) return rc;
   if (!users) {
     if (!(rs->users = c.umap = strata_idmap_create())) {
       rc = strata_err_set(STRATA_ENOMEM, "%s: out of memory for the user map", path);
@@ -681,7 +593,7 @@ int strata_ratings_read(const char *path, strata_format fmt, const strata_idmap 
 
   const char *line = NULL;
   size_t len = 0;
-  while ((rc = next_line(&rd, &line, &len)) > 0) {
+  while ((rc = strata__lines_next(&rd, &line, &len)) > 0) {
     if ((rc = parse_line(&c, rd.lineno, line, len)) != 0) goto fail;
   }
   if (rc < 0) goto fail;
@@ -698,13 +610,11 @@ int strata_ratings_read(const char *path, strata_format fmt, const strata_idmap 
   }
   rs->n_users = strata_idmap_size(users ? users : rs->users);
   rs->n_items = strata_idmap_size(items ? items : rs->items);
-  strata_free(rd.buf);
-  fclose(rd.f);
+  strata__lines_close(&rd);
   return 0;
 
 fail:
-  strata_free(rd.buf);
-  if (rd.f) fclose(rd.f);
+  strata__lines_close(&rd);
   strata_ratings_close(rs);
   return rc;
 }

@@ -7,23 +7,18 @@
 
 #include "strata/core.h"
 #include "strata/ratings.h"
+#include "apps/common/spec.h"
 
 /* ---- spec parsing ------------------------------------------------------ */
 
-typedef enum { KEY_U32, KEY_U64, KEY_SEED, KEY_DOUBLE } key_kind;
-
-static const struct {
-  const char *name;
-  key_kind kind;
-  size_t off;
-} synth_keys[] = {
-    {"users", KEY_U32, offsetof(strata_synth_spec, users)},
-    {"items", KEY_U32, offsetof(strata_synth_spec, items)},
-    {"ratings", KEY_U64, offsetof(strata_synth_spec, ratings)},
-    {"rank", KEY_U32, offsetof(strata_synth_spec, rank)},
-    {"noise", KEY_DOUBLE, offsetof(strata_synth_spec, noise)},
-    {"seed", KEY_SEED, offsetof(strata_synth_spec, seed)},
-    {"skew", KEY_DOUBLE, offsetof(strata_synth_spec, skew)},
+static const strata__spec_key synth_keys[] = {
+    {"users", STRATA__SPEC_U32, offsetof(strata_synth_spec, users)},
+    {"items", STRATA__SPEC_U32, offsetof(strata_synth_spec, items)},
+    {"ratings", STRATA__SPEC_U64, offsetof(strata_synth_spec, ratings)},
+    {"rank", STRATA__SPEC_U32, offsetof(strata_synth_spec, rank)},
+    {"noise", STRATA__SPEC_NONNEG, offsetof(strata_synth_spec, noise)},
+    {"seed", STRATA__SPEC_SEED, offsetof(strata_synth_spec, seed)},
+    {"skew", STRATA__SPEC_NONNEG, offsetof(strata_synth_spec, skew)},
 };
 #define N_SYNTH_KEYS (sizeof synth_keys / sizeof synth_keys[0])
 
@@ -41,99 +36,8 @@ void strata_synth_defaults(strata_synth_spec *spec) {
   };
 }
 
-/* Digits only: strtoull would accept a sign, blanks and wrap "-1" around. */
-static int scan_u64(const char *p, const char *e, uint64_t *out) {
-  if (p == e) return -1;
-  uint64_t v = 0;
-  for (; p < e; p++) {
-    unsigned d = (unsigned)(*p - '0');
-    if (d > 9 || v > (UINT64_MAX - d) / 10) return -1;
-    v = v * 10 + d;
-  }
-  *out = v;
-  return 0;
-}
-
-static int set_value(strata_synth_spec *spec, size_t k, const char *p, const char *e) {
-  void *dst = (char *)spec + synth_keys[k].off;
-  uint64_t u;
-  switch (synth_keys[k].kind) {
-    case KEY_U32:
-      if (scan_u64(p, e, &u) || u == 0 || u > UINT32_MAX) return -1;
-      *(uint32_t *)dst = (uint32_t)u;
-      return 0;
-    case KEY_U64:
-      if (scan_u64(p, e, &u) || u == 0) return -1;
-      *(uint64_t *)dst = u;
-      return 0;
-    case KEY_SEED:
-      if (scan_u64(p, e, &u)) return -1;
-      *(uint64_t *)dst = u;
-      return 0;
-    case KEY_DOUBLE: {
-      char tmp[64];
-      size_t n = (size_t)(e - p);
-      if (n == 0 || n >= sizeof tmp || isspace((unsigned char)p[0])) return -1;
-      memcpy(tmp, p, n);
-      tmp[n] = '\0';
-      char *end;
-      double v = strtod(tmp, &end);
-      if (end != tmp + n || !isfinite(v) || v < 0) return -1;
-      *(double *)dst = v;
-      return 0;
-    }
-  }
-  return -1;
-}
-
-static const char *key_rule(key_kind kind) {
-  switch (kind) {
-    case KEY_U32: return "a positive integer below 2^32";
-    case KEY_U64: return "a positive integer";
-    case KEY_SEED: return "a non-negative integer";
-    case KEY_DOUBLE: return "a finite number >= 0";
-  }
-  return "";
-}
-
 int strata_synth_parse(const char *text, strata_synth_spec *spec) {
-  static const char prefix[] = "synth";
-  if (strncmp(text, prefix, sizeof prefix - 1) != 0 ||
-      (text[sizeof prefix - 1] != '\0' && text[sizeof prefix - 1] != ':'))
-    return strata_err_set(STRATA_EUSAGE,
-                          "--data %s: not a synthetic spec (expected synth:key=value,...)", text);
-  /* Parse into a copy so a bad spec leaves the caller's values untouched. */
-  strata_synth_spec out = *spec;
-  const char *s = text + sizeof prefix - 1;
-  if (*s == ':') s++;
-  while (*s) {
-    const char *end = strchr(s, ',');
-    if (!end) end = s + strlen(s);
-    const char *eq = memchr(s, '=', (size_t)(end - s));
-    int len = (int)(end - s);
-    if (len == 0) return strata_err_set(STRATA_EUSAGE, "--data synth: empty field in '%s'", text);
-    if (!eq)
-      return strata_err_set(STRATA_EUSAGE, "--data synth: expected key=value, got '%.*s'", len, s);
-    size_t klen = (size_t)(eq - s);
-    size_t k = 0;
-    while (k < N_SYNTH_KEYS &&
-           !(strlen(synth_keys[k].name) == klen && memcmp(synth_keys[k].name, s, klen) == 0))
-      k++;
-    if (k == N_SYNTH_KEYS)
-      return strata_err_set(STRATA_EUSAGE,
-                            "--data synth: unknown key '%.*s' (expected users, items, ratings, "
-                            "rank, noise, seed or skew)",
-                            (int)klen, s);
-    if (set_value(&out, k, eq + 1, end) != 0)
-      return strata_err_set(STRATA_EUSAGE, "--data synth: bad value '%.*s' for '%s' (need %s)",
-                            (int)(end - eq - 1), eq + 1, synth_keys[k].name,
-                            key_rule(synth_keys[k].kind));
-    s = *end ? end + 1 : end;
-    if (*end && !*s)
-      return strata_err_set(STRATA_EUSAGE, "--data synth: empty field in '%s'", text);
-  }
-  *spec = out;
-  return 0;
+  return strata__spec_parse(text, synth_keys, N_SYNTH_KEYS, spec, sizeof *spec);
 }
 
 /* ---- popularity sampler ------------------------------------------------ */

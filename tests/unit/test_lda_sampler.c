@@ -24,6 +24,10 @@
 #include "strata/lda.h"
 
 static uint64_t g_seed = 20240611;
+/* STRATA_TEST_QUICK=1 (the sanitizer stage of scripts/test.sh) draws a
+ * tenth as often: the chi-square tests keep their threshold, with less power. */
+static int g_quick = 0;
+static int scaled(int draws) { return g_quick ? draws / 10 : draws; }
 
 /* cmocka compares only floats; these are doubles. */
 #define assert_close(a, b, eps) assert_true(fabs((a) - (b)) <= (eps))
@@ -225,6 +229,7 @@ static double chisq_p(const char *what, const double *obs, const double *expd, u
 /* Token i resampled alone, `draws` times from the same state. */
 static void chisq_single(const char *what, const strata_lda_params *p, const state *init, size_t i,
                          int draws, uint64_t salt) {
+  draws = scaled(draws);
   uint32_t K = init->K;
   state w;
   state_clone(&w, init);
@@ -255,6 +260,7 @@ static void chisq_single(const char *what, const strata_lda_params *p, const sta
  * expected counts sum those of every draw. */
 static void chisq_last(const char *what, const strata_lda_params *p, const state *init,
                        size_t tail, int draws, uint64_t salt) {
+  draws = scaled(draws);
   uint32_t K = init->K;
   size_t last = init->n - 1;
   state w;
@@ -462,7 +468,7 @@ static void test_chisq_no_cache_across_calls(void **st) {
   assert_int_equal(strata_lda_sampler_new(&p, &smp), 0);
   strata_rng rng;
   strata_rng_seed(&rng, g_seed ^ 51);
-  const int draws = 100000;
+  const int draws = scaled(100000);
   for (int r = 0; r < 2 * draws; r++) {
     const state *from = r & 1 ? &b : &a;
     state_copy(&w, from);
@@ -800,8 +806,10 @@ static void test_same_seed_same_z(void **st) {
 int main(void) {
   const char *env = getenv("STRATA_TEST_SEED");
   if (env && *env) g_seed = strtoull(env, NULL, 0);
-  printf("test_lda_sampler: seed %llu (STRATA_TEST_SEED=X replays one)\n",
-         (unsigned long long)g_seed);
+  const char *quick = getenv("STRATA_TEST_QUICK");
+  g_quick = quick && *quick && strcmp(quick, "0") != 0;
+  printf("test_lda_sampler: seed %llu (STRATA_TEST_SEED=X replays one)%s\n",
+         (unsigned long long)g_seed, g_quick ? ", quick: a tenth of the draws" : "");
   fflush(stdout);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_conditional_by_hand, setup, teardown),

@@ -1,0 +1,125 @@
+/*
+ * The line reader of apps/common/lines.h, over zlib.
+ */
+#include "apps/common/lines.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "strata/core.h"
+#include "strata/error.h"
+
+#define READ_CHUNK ((size_t)1 << 20)
+/* gzread takes an unsigned and returns an int. */
+#define READ_MAX ((size_t)1 << 30)
+
+int strata__lines_open(strata__lines *rd, const char *path) {
+  memset(rd, 0, sizeof *rd);
+  rd->path = path;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return strata_err_set(STRATA_ENOENT, "%s: cannot open: %s", path, strerror(errno));
+  /* open() succeeds on a directory; reading it would fail later with a less
+   * helpful message. */
+  struct stat st;
+  if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    close(fd);
+    return strata_err_set(STRATA_ENOENT, "%s: cannot open: %s", path, strerror(EISDIR));
+  }
+  gzFile gz = gzdopen(fd, "rb");
+  if (!gz) {
+    close(fd);
+    return strata_err_set(STRATA_ENOMEM, "%s: out of memory opening the file", path);
+  }
+  gzbuffer(gz, 1u << 17);
+  rd->gz = gz;
+  rd->cap = READ_CHUNK;
+  rd->buf = strata_malloc(rd->cap);
+  if (!rd->buf) {
+    strata__lines_close(rd);
+    return strata_err_set(STRATA_ENOMEM, "%s: out of memory for the read buffer", path);
+  }
+  return 0;
+}
+
+void strata__lines_close(strata__lines *rd) {
+  strata_free(rd->buf);
+  if (rd->gz) gzclose((gzFile)rd->gz);
+  rd->buf = NULL;
+  rd->gz = NULL;
+}
+
+int strata__lines_rewind(strata__lines *rd) {
+  if (gzrewind((gzFile)rd->gz) != 0)
+    return strata_err_set(STRATA_EIO, "%s: cannot rewind after detecting the format", rd->path);
+  rd->beg = rd->end = 0;
+  rd->eof = 0;
+  rd->lineno = 0;
+  return 0;
+}
+
+static int read_failed(strata__lines *rd) {
+  int errnum = Z_OK;
+  const char *msg = gzerror((gzFile)rd->gz, &errnum);
+  if (errnum == Z_OK) return 0;
+  if (errnum == Z_ERRNO)
+    return strata_err_set(STRATA_EIO, "%s:%zu: read error: %s", rd->path, rd->lineno + 1,
+                          strerror(errno));
+  if (errnum == Z_MEM_ERROR)
+    return strata_err_set(STRATA_ENOMEM, "%s:%zu: out of memory decompressing", rd->path,
+                          rd->lineno + 1);
+  /* Z_BUF_ERROR is zlib's "unexpected end of file": a cut gzip stream.
+   * zlib prefixes its message with "<fd:N>: ", which names nothing here. */
+  const char *colon = msg && msg[0] == '<' ? strstr(msg, ">: ") : NULL;
+  if (colon) msg = colon + 3;
+  return strata_err_set(STRATA_EPARSE, "%s:%zu: corrupt or truncated gzip data: %s", rd->path,
+                        rd->lineno + 1, msg);
+}
+
+int strata__lines_next(strata__lines *rd, const char **line, size_t *len) {
+  for (;;) {
+    char *s = rd->buf + rd->beg;
+    size_t avail = rd->end - rd->beg;
+    char *nl = avail ? memchr(s, '\n', avail) : NULL;
+    if (nl || (rd->eof && avail)) {
+      size_t n = nl ? (size_t)(nl - s) : avail;
+      rd->beg += nl ? n + 1 : n;
+      if (n && s[n - 1] == '\r') n--;
+      rd->lineno++;
+      *line = s;
+      *len = n;
+      return 1;
+    }
+    if (rd->eof) return 0;
+    if (rd->beg) {
+      memmove(rd->buf, s, avail);
+      rd->beg = 0;
+      rd->end = avail;
+    }
+    if (rd->end == rd->cap) {
+      /* A line longer than the buffer: keep all of it. */
+      char *b = strata_realloc(rd->buf, rd->cap * 2);
+      if (!b)
+        return strata_err_set(STRATA_ENOMEM, "%s:%zu: out of memory for a %zu-byte line", rd->path,
+                              rd->lineno + 1, rd->cap);
+      rd->buf = b;
+      rd->cap *= 2;
+    }
+    size_t want = rd->cap - rd->end;
+    if (want > READ_MAX) want = READ_MAX;
+    int got = gzread((gzFile)rd->gz, rd->buf + rd->end, (unsigned)want);
+    if (got < 0) {
+      int rc = read_failed(rd);
+      return rc ? rc : strata_err_set(STRATA_EIO, "%s:%zu: read error", rd->path, rd->lineno + 1);
+    }
+    rd->end += (size_t)got;
+    if (got == 0) {
+      int rc = read_failed(rd);
+      if (rc) return rc;
+      rd->eof = 1;
+    }
+  }
+}

@@ -1,0 +1,55 @@
+/*
+ * A line reader for the data readers (ratings.c, corpus.c), internal to
+ * apps/common. Files are read through zlib, which passes plain files through
+ * unchanged, so every reader takes gzip-compressed input too, whatever the
+ * file's name says. Lines may be of any length; CR LF endings lose the CR.
+ */
+#ifndef STRATA_APPS_COMMON_LINES_H
+#define STRATA_APPS_COMMON_LINES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct strata__lines {
+  void *gz; /* gzFile */
+  const char *path;
+  char *buf;
+  size_t cap, beg, end; /* unread bytes are buf[beg, end) */
+  int eof;
+  size_t lineno; /* of the line last returned, from 1 */
+} strata__lines;
+
+/* STRATA_ENOENT "PATH: cannot open: ..." (a directory too), STRATA_ENOMEM. */
+int strata__lines_open(strata__lines *rd, const char *path);
+/* Safe on a reader that failed to open or is already closed. */
+void strata__lines_close(strata__lines *rd);
+/* Back to the first line. */
+int strata__lines_rewind(strata__lines *rd);
+/* 1 with the next line in *line, *len (valid until the next call), 0 at the
+ * end of the file, or a negative error naming PATH:LINE (read errors,
+ * corrupt or truncated gzip data). */
+int strata__lines_next(strata__lines *rd, const char **line, size_t *len);
+
+enum { STRATA__NUM_OK = 0, STRATA__NUM_BAD = 1, STRATA__NUM_OVERFLOW = 2 };
+
+/* The whole of [p, e) must be one decimal integer (an optional sign, then
+ * digits); no NUL terminator needed, so fields parse in place inside the
+ * read buffer. STRATA__NUM_BAD or STRATA__NUM_OVERFLOW (beyond int64). */
+static inline int strata__scan_i64(const char *p, const char *e, int64_t *out) {
+  int neg = 0;
+  if (p < e && (*p == '+' || *p == '-')) neg = *p++ == '-';
+  if (p == e) return STRATA__NUM_BAD;
+  uint64_t v = 0;
+  int overflow = 0;
+  for (; p < e; p++) {
+    unsigned d = (unsigned)(*p - '0');
+    if (d > 9) return STRATA__NUM_BAD;
+    if (v > (UINT64_MAX - d) / 10) overflow = 1;
+    v = v * 10 + d;
+  }
+  if (overflow || v > (uint64_t)INT64_MAX + (uint64_t)neg) return STRATA__NUM_OVERFLOW;
+  *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+  return STRATA__NUM_OK;
+}
+
+#endif
