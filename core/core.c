@@ -169,6 +169,13 @@ void strata_log(strata_log_level level, const char *fmt, ...) {
   log_fn(log_ud, level, buf);
 }
 
+int strata_write_atomic_in(const char *dir, const char *name, strata_fill_fn fill, void *ud) {
+  char path[4096];
+  if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
+    return strata_err_set(STRATA_EINVAL, "%s: path too long", dir);
+  return strata_write_atomic(path, fill, ud);
+}
+
 int strata_write_atomic(const char *path, strata_fill_fn fill, void *ud) {
   char tmp[4096];
   int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());

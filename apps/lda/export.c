@@ -95,13 +95,6 @@ static int fill_meta(FILE *f, void *ud) {
   return 0;
 }
 
-static int write_file(const char *dir, const char *name, strata_fill_fn fn, void *ud) {
-  char path[4096];
-  if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
-    return strata_err_set(STRATA_EINVAL, "%s: path too long", dir);
-  return strata_write_atomic(path, fn, ud);
-}
-
 int strata__lda_export(const void *cfg, const strata_setup *setup, const strata_problem *prob,
                        const char *dir) {
   (void)setup;
@@ -111,9 +104,9 @@ int strata__lda_export(const void *cfg, const strata_setup *setup, const strata_
   if (mkdir(dir, 0777) != 0 && errno != EEXIST)
     return strata_err_set(STRATA_EIO, "%s: cannot create directory: %s", dir, strerror(errno));
   topics_ctx t = {&v, strata__lda_top(cfg)};
-  rc = write_file(dir, "topics.txt", fill_topics, &t);
-  if (!rc) rc = write_file(dir, "doc_topics.tsv", fill_doc_topics, &v);
-  if (!rc) rc = write_file(dir, "word_topic.f32", fill_word_topic, &v);
-  if (!rc) rc = write_file(dir, "meta.json", fill_meta, &v);
+  rc = strata_write_atomic_in(dir, "topics.txt", fill_topics, &t);
+  if (!rc) rc = strata_write_atomic_in(dir, "doc_topics.tsv", fill_doc_topics, &v);
+  if (!rc) rc = strata_write_atomic_in(dir, "word_topic.f32", fill_word_topic, &v);
+  if (!rc) rc = strata_write_atomic_in(dir, "meta.json", fill_meta, &v);
   return rc;
 }

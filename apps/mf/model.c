@@ -52,13 +52,6 @@ static int fill_meta(FILE *f, void *ud) {
   return 0;
 }
 
-static int write_file(const char *dir, const char *name, strata_fill_fn fn, void *ud) {
-  char path[4096];
-  if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
-    return strata_err_set(STRATA_EINVAL, "%s: path too long", dir);
-  return strata_write_atomic(path, fn, ud);
-}
-
 int strata_mf_model_write(const char *dir, const strata_mf_model *m) {
   if (mkdir(dir, 0777) != 0 && errno != EEXIST)
     return strata_err_set(STRATA_EIO, "%s: cannot create directory: %s", dir, strerror(errno));
@@ -68,14 +61,14 @@ int strata_mf_model_write(const char *dir, const strata_mf_model *m) {
   blob bu = {m->bu, (size_t)m->n_users * sizeof(float)};
   blob bi = {m->bi, (size_t)m->n_items * sizeof(float)};
   ids u = {m->user_ids, m->n_users}, i = {m->item_ids, m->n_items};
-  int rc = write_file(dir, "W.f32", fill_blob, &W);
-  if (!rc) rc = write_file(dir, "H.f32", fill_blob, &H);
-  if (!rc) rc = write_file(dir, "bu.f32", fill_blob, &bu);
-  if (!rc) rc = write_file(dir, "bi.f32", fill_blob, &bi);
-  if (!rc) rc = write_file(dir, "users.txt", fill_ids, &u);
-  if (!rc) rc = write_file(dir, "items.txt", fill_ids, &i);
+  int rc = strata_write_atomic_in(dir, "W.f32", fill_blob, &W);
+  if (!rc) rc = strata_write_atomic_in(dir, "H.f32", fill_blob, &H);
+  if (!rc) rc = strata_write_atomic_in(dir, "bu.f32", fill_blob, &bu);
+  if (!rc) rc = strata_write_atomic_in(dir, "bi.f32", fill_blob, &bi);
+  if (!rc) rc = strata_write_atomic_in(dir, "users.txt", fill_ids, &u);
+  if (!rc) rc = strata_write_atomic_in(dir, "items.txt", fill_ids, &i);
   /* meta.json last: a directory with it is complete. */
-  if (!rc) rc = write_file(dir, "meta.json", fill_meta, (void *)m);
+  if (!rc) rc = strata_write_atomic_in(dir, "meta.json", fill_meta, (void *)m);
   return rc;
 }
 

@@ -75,6 +75,10 @@ STRATA_EXPORT void strata_log(strata_log_level level, const char *fmt, ...) STRA
  */
 typedef int (*strata_fill_fn)(FILE *f, void *ud);
 STRATA_EXPORT int strata_write_atomic(const char *path, strata_fill_fn fill, void *ud);
+/* The same for the file NAME inside directory DIR (model exports);
+ * STRATA_EINVAL when "DIR/NAME" is longer than a path may be. */
+STRATA_EXPORT int strata_write_atomic_in(const char *dir, const char *name, strata_fill_fn fill,
+                                         void *ud);
 
 /* Checks that a file could be created at path (its directory exists and is
  * writable, and path is not a directory) without creating it, so runs fail

@@ -16,58 +16,7 @@
 #include "strata/core.h"
 #include "strata/corpus.h"
 
-/* ---- fixture: temp files removed in teardown, live bytes checked ----- */
-
-#define MAX_TMP 4
-
-typedef struct {
-  char path[MAX_TMP][64];
-  int n_paths;
-  size_t live0;
-} fixture;
-
-static fixture fx_storage;
-
-static int setup(void **state) {
-  memset(&fx_storage, 0, sizeof fx_storage);
-  fx_storage.live0 = strata_alloc_live();
-  strata_err_clear();
-  *state = &fx_storage;
-  return 0;
-}
-
-static int teardown(void **state) {
-  fixture *fx = *state;
-  strata_alloc_fail_after(0);
-  for (int k = 0; k < fx->n_paths; k++) unlink(fx->path[k]);
-  assert_int_equal(strata_alloc_live(), fx->live0);
-  return 0;
-}
-
-static void assert_live(const fixture *fx) { assert_int_equal(strata_alloc_live(), fx->live0); }
-
-static char *tmp_name(fixture *fx) {
-  assert_true(fx->n_paths < MAX_TMP);
-  char *path = fx->path[fx->n_paths++];
-  strcpy(path, "/tmp/strata_test_corpus_XXXXXX");
-  int fd = mkstemp(path);
-  assert_true(fd >= 0);
-  close(fd);
-  return path;
-}
-
-static const char *write_tmp_len(fixture *fx, const char *content, size_t len) {
-  char *path = tmp_name(fx);
-  FILE *f = fopen(path, "wb");
-  assert_non_null(f);
-  assert_int_equal(fwrite(content, 1, len, f), len);
-  assert_int_equal(fclose(f), 0);
-  return path;
-}
-
-static const char *write_tmp(fixture *fx, const char *content) {
-  return write_tmp_len(fx, content, strlen(content));
-}
+#include "tmpfiles.h"
 
 /* The name does not end in .gz on purpose: the reader goes by content. */
 static const char *write_tmp_gz(fixture *fx, const char *content) {

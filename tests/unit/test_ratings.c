@@ -15,52 +15,8 @@
 #include "strata/core.h"
 #include "strata/ratings.h"
 
-/* ---- fixture: temp files removed in teardown, live bytes checked ------- */
+#include "tmpfiles.h"
 
-#define MAX_TMP 3
-
-typedef struct {
-  char path[MAX_TMP][64];
-  int n_paths;
-  size_t live0;
-} fixture;
-
-static fixture fx_storage;
-
-static int setup(void **state) {
-  memset(&fx_storage, 0, sizeof fx_storage);
-  fx_storage.live0 = strata_alloc_live();
-  strata_err_clear();
-  *state = &fx_storage;
-  return 0;
-}
-
-static int teardown(void **state) {
-  fixture *fx = *state;
-  strata_alloc_fail_after(0);
-  for (int k = 0; k < fx->n_paths; k++) unlink(fx->path[k]);
-  assert_int_equal(strata_alloc_live(), fx->live0);
-  return 0;
-}
-
-static const char *write_tmp_len(fixture *fx, const char *content, size_t len) {
-  assert_true(fx->n_paths < MAX_TMP);
-  char *path = fx->path[fx->n_paths++];
-  strcpy(path, "/tmp/strata_test_ratings_XXXXXX");
-  int fd = mkstemp(path);
-  assert_true(fd >= 0);
-  FILE *f = fdopen(fd, "wb");
-  assert_non_null(f);
-  assert_int_equal(fwrite(content, 1, len, f), len);
-  assert_int_equal(fclose(f), 0);
-  return path;
-}
-
-static const char *write_tmp(fixture *fx, const char *content) {
-  return write_tmp_len(fx, content, strlen(content));
-}
-
-static void assert_live(const fixture *fx) { assert_int_equal(strata_alloc_live(), fx->live0); }
 
 static void assert_rating(const strata_ratings *rs, size_t k, uint32_t u, uint32_t i, double v) {
   assert_true(k < rs->n);

@@ -1,0 +1,71 @@
+/*
+ * The fixture of the reader tests: like leakcheck.h (no error message or
+ * armed allocation failure at the start, every byte given back at the end),
+ * plus temporary files that teardown removes. Include after cmocka.h.
+ */
+#ifndef STRATA_TEST_TMPFILES_H
+#define STRATA_TEST_TMPFILES_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "strata/core.h"
+#include "strata/error.h"
+
+#define MAX_TMP 4
+
+typedef struct {
+  char path[MAX_TMP][64];
+  int n_paths;
+  size_t live0;
+} fixture;
+
+static fixture fx_storage;
+
+static int setup(void **state) {
+  memset(&fx_storage, 0, sizeof fx_storage);
+  fx_storage.live0 = strata_alloc_live();
+  strata_err_clear();
+  *state = &fx_storage;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture *fx = *state;
+  strata_alloc_fail_after(0);
+  for (int k = 0; k < fx->n_paths; k++) unlink(fx->path[k]);
+  assert_int_equal(strata_alloc_live(), fx->live0);
+  return 0;
+}
+
+static inline void assert_live(const fixture *fx) {
+  assert_int_equal(strata_alloc_live(), fx->live0);
+}
+
+/* A new empty temporary file, removed at teardown. */
+static inline char *tmp_name(fixture *fx) {
+  assert_true(fx->n_paths < MAX_TMP);
+  char *path = fx->path[fx->n_paths++];
+  strcpy(path, "/tmp/strata_test_XXXXXX");
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  return path;
+}
+
+static inline const char *write_tmp_len(fixture *fx, const char *content, size_t len) {
+  char *path = tmp_name(fx);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(content, 1, len, f), len);
+  assert_int_equal(fclose(f), 0);
+  return path;
+}
+
+static inline const char *write_tmp(fixture *fx, const char *content) {
+  return write_tmp_len(fx, content, strlen(content));
+}
+
+#endif
