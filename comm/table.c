@@ -631,6 +631,12 @@ int strata_table_open(strata_transport *t, const strata_table_conf *conf, const 
       conf->me >= conf->workers || conf->staleness < 0 || conf->tag < 0 || !t || !t->poll)
     return strata_err_set(STRATA_EINVAL, "table: invalid configuration (%u rows of %u, worker %d of %d, staleness %d)",
                           conf->n_rows, conf->row_len, conf->me, conf->workers, conf->staleness);
+  if (conf->rank_base < 0 || conf->rank_base + conf->workers > t->size || conf->tag >= t->tag_ub)
+    return strata_err_set(STRATA_EINVAL,
+                          "table: workers at ranks %d..%d and tags %d, %d do not fit %d ranks and "
+                          "tag bound %d",
+                          conf->rank_base, conf->rank_base + conf->workers - 1, conf->tag,
+                          conf->tag + 1, t->size, t->tag_ub);
   strata_table *tb = strata_calloc(1, sizeof *tb);
   if (!tb) return strata_err_set(STRATA_ENOMEM, "table: out of memory");
   tb->t = t;

@@ -24,7 +24,7 @@
  * Threading and progress: one thread per rank calls the table
  * (MPI_THREAD_FUNNELED). Server work runs whenever that thread enters the
  * table (get, inc, clock, refresh, serve); while a read waits for fresh
- * data, a libev loop polls MPI on a timer backing off from 50 us to 2 ms, so
+ * data, a libev loop polls MPI on a timer backing off from 20 us to 1 ms, so
  * a blocked worker never spins a core. Engines call strata_table_serve
  * between pieces of work so that peers' requests are answered promptly.
  */
@@ -86,7 +86,8 @@ typedef struct strata_table strata_table;
  * Opens this worker's side of a table; every worker calls it with the same
  * conf (except me) and the same initial values init (n_rows * row_len
  * floats), which count as stamped before clock 0, so caches start valid.
- * Does not communicate. Returns 0, STRATA_EINVAL or STRATA_ENOMEM.
+ * Does not communicate. Returns 0, STRATA_EINVAL (also when the workers'
+ * ranks or the two tags do not fit the transport) or STRATA_ENOMEM.
  */
 STRATA_EXPORT int strata_table_open(strata_transport *t, const strata_table_conf *conf,
                                     const float *init, strata_table **out);

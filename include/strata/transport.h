@@ -42,8 +42,8 @@ typedef struct strata_transport {
    * rank waiting on many requests pays for one pass of the progress engine. */
   int (*test_all)(void *impl, strata_req *reqs, int n, int *all);
   /* Receives one message with this tag from any rank, if one has arrived:
-   * sets *got, *src (rank), *buf (strata_malloc'd, the caller frees it; NULL
-   * for an empty message) and *len. *got = 0 when none is waiting. Messages
+   * sets *got, *src (rank), *buf (strata_malloc'd, the caller frees it; a
+   * 1-byte allocation for an empty message) and *len. *got = 0 when none is waiting. Messages
    * from one rank with one tag arrive in the order they were sent. Used by
    * the parameter-server tables, whose requests come from anyone. */
   int (*poll)(void *impl, int tag, int *got, int *src, void **buf, size_t *len);
