@@ -26,14 +26,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
-#include <unistd.h>
 
 #include "strata/core.h"
 #include "strata/corpus.h"
 #include "strata/lda.h"
 #include "strata/options.h"
-#include "strata_build_info.h"
+#include "bench/bench_info.h"
+#include "strata/engine.h"
 
 #define PROG "lda_sampler"
 
@@ -263,21 +262,6 @@ static void plain_sweep(plain *p, const strata_lda_token *tok, size_t n, int32_t
 
 /* ---- driver ------------------------------------------------------------- */
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(const double *v, int n) {
-  double *c = malloc((size_t)n * sizeof *c);
-  if (!c) return NAN;
-  memcpy(c, v, (size_t)n * sizeof *c);
-  qsort(c, (size_t)n, sizeof *c, cmp_double);
-  double m = n % 2 ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
-  free(c);
-  return m;
-}
-
 /* Token-weighted mean number of nonzero topics of the tokens' words and
  * documents: what a token costs the sparse buckets. */
 static void sparsity(const strata_corpus *c, uint32_t K, const int32_t *ndk, const float *nwk,
@@ -448,27 +432,37 @@ int main(int argc, char **argv) {
     fflush(stdout);
   }
   int from = o.sweeps > o.warmup ? o.warmup : 0;
-  double med = median(rate + from, o.sweeps - from), lo = rate[from], hi = rate[from];
+  double med = strata_median(rate + from, o.sweeps - from), lo = rate[from], hi = rate[from];
   for (int sw = from; sw < o.sweeps; sw++) {
     if (rate[sw] < lo) lo = rate[sw];
     if (rate[sw] > hi) hi = rate[sw];
   }
   const int ok = consistent(&c, K, ndk, nwk, nk, z);
   if (!ok) fprintf(stderr, PROG ": the counts do not match the topics after the sweeps\n");
-  struct utsname un;
-  if (uname(&un)) memset(&un, 0, sizeof un);
-  printf("{\"bench\":\"lda_sampler\",\"version\":\"%s\",\"git\":\"%s\",\"flags\":\"%s\","
-         "\"compiler\":\"%s\",\"host\":\"%s\",\"machine\":\"%s\",\"cpus\":%ld,"
-         "\"impl\":\"%s\",\"tokens\":%zu,\"docs\":%zu,\"vocab\":%zu,\"topics\":%u,"
-         "\"gen_topics\":%d,\"len\":%d,\"alpha\":%g,\"beta\":%g,\"sweeps\":%d,\"warmup\":%d,"
-         "\"chunk\":%" PRIu64 ",\"seed\":%" PRIu64 ",\"tokens_per_s\":[",
-         STRATA_VERSION, STRATA_GIT_REV, STRATA_BUILD_FLAGS, STRATA_COMPILER, un.nodename,
-         un.machine, sysconf(_SC_NPROCESSORS_ONLN), o.impl, N, D, V, K, o.gen_topics, o.len,
-         o.alpha, o.beta, o.sweeps, o.warmup, o.chunk, o.seed);
-  for (int sw = 0; sw < o.sweeps; sw++) printf("%s%.0f", sw ? "," : "", rate[sw]);
-  printf("],\"measured_sweeps\":%d,\"min_tokens_per_s\":%.0f,\"median_tokens_per_s\":%.0f,"
-         "\"max_tokens_per_s\":%.0f,\"counts_consistent\":%s}\n",
-         o.sweeps - from, lo, med, hi, ok ? "true" : "false");
+  strata_json j;
+  bench_json_begin(&j, "lda_sampler");
+  strata_json_string(&j, "impl", o.impl);
+  strata_json_int(&j, "tokens", (int64_t)N);
+  strata_json_int(&j, "docs", (int64_t)D);
+  strata_json_int(&j, "vocab", (int64_t)V);
+  strata_json_int(&j, "topics", K);
+  strata_json_int(&j, "gen_topics", o.gen_topics);
+  strata_json_int(&j, "len", o.len);
+  strata_json_number(&j, "alpha", o.alpha);
+  strata_json_number(&j, "beta", o.beta);
+  strata_json_int(&j, "sweeps", o.sweeps);
+  strata_json_int(&j, "warmup", o.warmup);
+  strata_json_int(&j, "chunk", (int64_t)o.chunk);
+  strata_json_int(&j, "seed", (int64_t)o.seed);
+  strata_json_array_begin(&j, "tokens_per_s");
+  for (int sw = 0; sw < o.sweeps; sw++) strata_json_number(&j, NULL, rate[sw]);
+  strata_json_array_end(&j);
+  strata_json_int(&j, "measured_sweeps", o.sweeps - from);
+  strata_json_number(&j, "min_tokens_per_s", lo);
+  strata_json_number(&j, "median_tokens_per_s", med);
+  strata_json_number(&j, "max_tokens_per_s", hi);
+  strata_json_bool(&j, "counts_consistent", ok);
+  strata_json_object_end(&j);
   code = ok ? 0 : 1;
 
 done:

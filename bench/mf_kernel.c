@@ -44,8 +44,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
-#include <unistd.h>
 
 #include "strata/core.h"
 #include "strata/engine.h"
@@ -53,7 +51,7 @@
 #include "strata/options.h"
 #include "strata/ratings.h"
 #include "strata/schedule.h"
-#include "strata_build_info.h"
+#include "bench/bench_info.h"
 
 #define PROG "mf_kernel"
 
@@ -181,20 +179,6 @@ static void order_shuffle(const strata_ratings *rs, uint64_t seed, strata_mf_ent
   }
 }
 
-/* A JSON string literal of s (file names may hold quotes or backslashes). */
-static void json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p == '"' || *p == '\\')
-      fprintf(f, "\\%c", *p);
-    else if (*p < 0x20)
-      fprintf(f, "\\u%04x", *p);
-    else
-      fputc(*p, f);
-  }
-  fputc('"', f);
-}
-
 int main(int argc, char **argv) {
   bench_opts o;
   strata_optgroup g = {"options", bench_options, &o};
@@ -278,27 +262,36 @@ int main(int argc, char **argv) {
   const int from = o.passes > o.warmup ? o.warmup : 0;
   const double tpp = strata_median(secs + from, o.passes - from);
 
-  struct utsname un;
-  if (uname(&un)) memset(&un, 0, sizeof un);
-  printf("{\"bench\":\"mf_kernel\",\"version\":\"%s\",\"git\":\"%s\",\"flags\":\"%s\","
-         "\"compiler\":\"%s\",\"host\":",
-         STRATA_VERSION, STRATA_GIT_REV, STRATA_BUILD_FLAGS, STRATA_COMPILER);
-  json_str(stdout, un.nodename);
-  printf(",\"machine\":");
-  json_str(stdout, un.machine);
-  printf(",\"cpus\":%ld,\"data\":", sysconf(_SC_NPROCESSORS_ONLN));
-  json_str(stdout, o.data);
-  printf(",\"format\":\"%s\",\"rank\":%d,\"passes\":%d,\"warmup\":%d,\"update\":\"%s\","
-         "\"lr\":%.9g,\"lr_decay\":%.9g,\"lambda\":%.9g,\"lambda_bias\":%.9g,"
-         "\"init_scale\":%.9g,\"bias\":true,\"order\":\"%s\",\"depth\":%d,\"seed\":%" PRIu64 ","
-         "\"ratings\":%zu,\"users\":%u,\"items\":%u,\"mu\":%.9g,\"load_s\":%.6f,\"pass_s\":[",
-         o.format, o.rank, o.passes, o.warmup, o.update, o.lr, o.lr_decay, o.lambda,
-         o.lambda_bias, o.init_scale, o.order, o.depth, o.seed, n, n_users, n_items, (double)mu,
-         load_s);
-  for (int p = 0; p < o.passes; p++) printf("%s%.6f", p ? "," : "", secs[p]);
-  printf("],\"measured_passes\":%d,\"time_per_pass_s\":%.6f,\"updates_per_s\":%.0f,"
-         "\"train_rmse\":%.9g}\n",
-         o.passes - from, tpp, (double)n / tpp, rmse);
+  strata_json j;
+  bench_json_begin(&j, "mf_kernel");
+  strata_json_string(&j, "data", o.data);
+  strata_json_string(&j, "format", o.format);
+  strata_json_int(&j, "rank", o.rank);
+  strata_json_int(&j, "passes", o.passes);
+  strata_json_int(&j, "warmup", o.warmup);
+  strata_json_string(&j, "update", o.update);
+  strata_json_number(&j, "lr", o.lr);
+  strata_json_number(&j, "lr_decay", o.lr_decay);
+  strata_json_number(&j, "lambda", o.lambda);
+  strata_json_number(&j, "lambda_bias", o.lambda_bias);
+  strata_json_number(&j, "init_scale", o.init_scale);
+  strata_json_bool(&j, "bias", 1);
+  strata_json_string(&j, "order", o.order);
+  strata_json_int(&j, "depth", o.depth);
+  strata_json_int(&j, "seed", (int64_t)o.seed);
+  strata_json_int(&j, "ratings", (int64_t)n);
+  strata_json_int(&j, "users", n_users);
+  strata_json_int(&j, "items", n_items);
+  strata_json_number(&j, "mu", mu);
+  strata_json_number(&j, "load_s", load_s);
+  strata_json_array_begin(&j, "pass_s");
+  for (int p = 0; p < o.passes; p++) strata_json_number(&j, NULL, secs[p]);
+  strata_json_array_end(&j);
+  strata_json_int(&j, "measured_passes", o.passes - from);
+  strata_json_number(&j, "time_per_pass_s", tpp);
+  strata_json_number(&j, "updates_per_s", (double)n / tpp);
+  strata_json_number(&j, "train_rmse", rmse);
+  strata_json_object_end(&j);
   code = 0;
 
 done:

@@ -43,13 +43,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "strata/core.h"
 #include "strata/options.h"
 #include "strata/transport.h"
-#include "strata_build_info.h"
+#include "bench/bench_info.h"
 
 #define PROG "msgcost"
 
@@ -438,96 +437,59 @@ static model fit(const point *pts, int n_sizes, int use_min) {
 
 /* ---- output ------------------------------------------------------------ */
 
-static void json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (const unsigned char *q = (const unsigned char *)(s ? s : ""); *q; q++) {
-    if (*q == '"' || *q == '\\')
-      fprintf(f, "\\%c", *q);
-    else if (*q < 0x20)
-      fprintf(f, "\\u%04x", *q);
-    else
-      fputc(*q, f);
-  }
-  fputc('"', f);
-}
-
-static void json_num(FILE *f, double x) {
-  if (isfinite(x))
-    fprintf(f, "%.6g", x);
-  else
-    fputs("null", f);
-}
-
 static void print_json(const ctx *c, const pattern *pats, int n_pats) {
   const bench_opts *o = &c->o;
-  struct utsname un;
-  if (uname(&un)) memset(&un, 0, sizeof un);
-  FILE *f = stdout;
-  fputs("{\"bench\":\"msgcost\",\"version\":", f);
-  json_str(f, STRATA_VERSION);
-  fputs(",\"git\":", f);
-  json_str(f, STRATA_GIT_REV);
-  fputs(",\"flags\":", f);
-  json_str(f, STRATA_BUILD_FLAGS);
-  fputs(",\"compiler\":", f);
-  json_str(f, STRATA_COMPILER);
-  fputs(",\"host\":", f);
-  json_str(f, un.nodename);
-  fputs(",\"machine\":", f);
-  json_str(f, un.machine);
-  fprintf(f, ",\"cpus\":%ld,\"label\":", sysconf(_SC_NPROCESSORS_ONLN));
-  json_str(f, o->label);
-  fprintf(f, ",\"ranks\":%d,\"max_bytes\":%llu,\"reps\":%d,\"min_time_s\":%g,\"max_reps\":%d,"
-             "\"warmup\":%d,\"req_bytes\":%d,\"rr_recv\":",
-          c->t.size, (unsigned long long)o->max_bytes, o->reps, o->min_time, o->max_reps,
-          o->warmup, o->req_bytes);
-  json_str(f, o->rr_recv);
-  fprintf(f, ",\"fit\":{\"model\":\"t = alpha + bytes / beta\",\"alpha_max_bytes\":%d,"
-             "\"beta_min_bytes\":%d,\"beta_weights\":\"1/t^2\"},\"patterns\":{",
-          ALPHA_MAX_BYTES, BETA_MIN_BYTES);
-  int first = 1;
+  strata_json j;
+  bench_json_begin(&j, "msgcost");
+  strata_json_string(&j, "label", o->label);
+  strata_json_int(&j, "ranks", c->t.size);
+  strata_json_int(&j, "max_bytes", (int64_t)o->max_bytes);
+  strata_json_int(&j, "reps", o->reps);
+  strata_json_number(&j, "min_time_s", o->min_time);
+  strata_json_int(&j, "max_reps", o->max_reps);
+  strata_json_int(&j, "warmup", o->warmup);
+  strata_json_int(&j, "req_bytes", o->req_bytes);
+  strata_json_string(&j, "rr_recv", o->rr_recv);
+  strata_json_object_begin(&j, "fit");
+  strata_json_string(&j, "model", "t = alpha + bytes / beta");
+  strata_json_int(&j, "alpha_max_bytes", ALPHA_MAX_BYTES);
+  strata_json_int(&j, "beta_min_bytes", BETA_MIN_BYTES);
+  strata_json_string(&j, "beta_weights", "1/t^2");
+  strata_json_object_end(&j);
+  strata_json_object_begin(&j, "patterns");
   for (int i = 0; i < n_pats; i++) {
     const pattern *p = &pats[i];
     if (!p->on) continue;
-    fprintf(f, "%s\"%s\":{\"what\":", first ? "" : ",", p->name);
-    json_str(f, p->what);
-    fputs(",\"sizes\":[", f);
+    strata_json_object_begin(&j, p->name);
+    strata_json_string(&j, "what", p->what);
+    strata_json_array_begin(&j, "sizes");
     for (int s = 0; s < c->n_sizes; s++) {
       const point *q = &p->pts[s];
-      fprintf(f, "%s{\"bytes\":%llu,\"reps\":%d,\"min_s\":", s ? "," : "",
-              (unsigned long long)q->bytes, q->reps);
-      json_num(f, q->min);
-      fputs(",\"median_s\":", f);
-      json_num(f, q->med);
-      fputs(",\"max_s\":", f);
-      json_num(f, q->max);
+      strata_json_object_begin(&j, NULL);
+      strata_json_int(&j, "bytes", (int64_t)q->bytes);
+      strata_json_int(&j, "reps", q->reps);
+      strata_json_number(&j, "min_s", q->min);
+      strata_json_number(&j, "median_s", q->med);
+      strata_json_number(&j, "max_s", q->max);
       if (q->rank_med) {
-        fputs(",\"rank_median_s\":[", f);
-        for (int r = 0; r < c->t.size; r++) {
-          if (r) fputc(',', f);
-          json_num(f, q->rank_med[r]);
-        }
-        fputc(']', f);
+        strata_json_array_begin(&j, "rank_median_s");
+        for (int r = 0; r < c->t.size; r++) strata_json_number(&j, NULL, q->rank_med[r]);
+        strata_json_array_end(&j);
       }
-      fputc('}', f);
+      strata_json_object_end(&j);
     }
-    fputs("],\"alpha_s\":", f);
-    json_num(f, p->fit.alpha);
-    fputs(",\"beta_bytes_per_s\":", f);
-    json_num(f, p->fit.beta);
-    fputs(",\"intercept_large_s\":", f);
-    json_num(f, p->fit.intercept);
-    fputs(",\"alpha_min_s\":", f);
-    json_num(f, p->fit_min.alpha);
-    fputs(",\"beta_min_bytes_per_s\":", f);
-    json_num(f, p->fit_min.beta);
-    fputs(",\"intercept_large_min_s\":", f);
-    json_num(f, p->fit_min.intercept);
-    fputc('}', f);
-    first = 0;
+    strata_json_array_end(&j);
+    strata_json_number(&j, "alpha_s", p->fit.alpha);
+    strata_json_number(&j, "beta_bytes_per_s", p->fit.beta);
+    strata_json_number(&j, "intercept_large_s", p->fit.intercept);
+    strata_json_number(&j, "alpha_min_s", p->fit_min.alpha);
+    strata_json_number(&j, "beta_min_bytes_per_s", p->fit_min.beta);
+    strata_json_number(&j, "intercept_large_min_s", p->fit_min.intercept);
+    strata_json_object_end(&j);
   }
-  fputs("}}\n", f);
-  fflush(f);
+  strata_json_object_end(&j);
+  strata_json_object_end(&j);
+  fflush(stdout);
 }
 
 /* ---- driver ------------------------------------------------------------ */

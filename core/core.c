@@ -113,25 +113,6 @@ void strata_rng_seed(strata_rng *rng, uint64_t seed) {
   }
 }
 
-static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-uint64_t strata_rng_next(strata_rng *rng) {
-  uint64_t *s = rng->s;
-  uint64_t result = rotl(s[1] * 5, 7) * 9;
-  uint64_t t = s[1] << 17;
-  s[2] ^= s[0];
-  s[3] ^= s[1];
-  s[1] ^= s[2];
-  s[0] ^= s[3];
-  s[2] ^= t;
-  s[3] = rotl(s[3], 45);
-  return result;
-}
-
-double strata_rng_uniform(strata_rng *rng) {
-  return (double)(strata_rng_next(rng) >> 11) * 0x1.0p-53;
-}
-
 uint64_t strata_rng_below(strata_rng *rng, uint64_t n) {
   /* Rejection keeps the result unbiased for any n. */
   uint64_t limit = UINT64_MAX - UINT64_MAX % n;

@@ -6,6 +6,12 @@ void strata_json_init(strata_json *j, FILE *f) {
   j->f = f;
   j->depth = 0;
   j->count[0] = 0;
+  j->one_line = 0;
+}
+
+void strata_json_init_line(strata_json *j, FILE *f) {
+  strata_json_init(j, f);
+  j->one_line = 1;
 }
 
 static void put_string(FILE *f, const char *s) {
@@ -30,13 +36,13 @@ static void put_string(FILE *f, const char *s) {
 /* Writes the separator and key that precede any value at the current level. */
 static void lead(strata_json *j, const char *key) {
   if (j->count[j->depth]++ > 0) fputc(',', j->f);
-  if (j->depth > 0) {
+  if (j->depth > 0 && !j->one_line) {
     fputc('\n', j->f);
     for (int i = 0; i < j->depth; i++) fputs("  ", j->f);
   }
   if (key) {
     put_string(j->f, key);
-    fputs(": ", j->f);
+    fputs(j->one_line ? ":" : ": ", j->f);
   }
 }
 
@@ -50,7 +56,7 @@ static void open_level(strata_json *j, const char *key, char c) {
 static void close_level(strata_json *j, char c) {
   int had = j->count[j->depth] > 0;
   if (j->depth > 0) j->depth--;
-  if (had) {
+  if (had && !j->one_line) {
     fputc('\n', j->f);
     for (int i = 0; i < j->depth; i++) fputs("  ", j->f);
   }

@@ -128,23 +128,6 @@ struct strata_lda_sampler {
 
 /* ---- small helpers ------------------------------------------------------ */
 
-static inline uint64_t rotl64(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-/* xoshiro256**, the same stream as strata_rng_next, kept in registers. */
-static inline uint64_t rng_next(uint64_t *s) {
-  uint64_t result = rotl64(s[1] * 5, 7) * 9;
-  uint64_t t = s[1] << 17;
-  s[2] ^= s[0];
-  s[3] ^= s[1];
-  s[1] ^= s[2];
-  s[0] ^= s[3];
-  s[2] ^= t;
-  s[3] = rotl64(s[3], 45);
-  return result;
-}
-
-static inline double rng_uniform(uint64_t *s) { return (double)(rng_next(s) >> 11) * 0x1.0p-53; }
-
 static inline v8d load8f(const float *p) {
 #if LDA_AVX512
   return (v8d)_mm512_cvtps_pd(_mm256_loadu_ps(p));
@@ -636,8 +619,7 @@ int strata_lda_sweep(strata_lda_sampler *s, const strata_lda_token *tok, size_t 
   double sab = ab * sum_inv(s), r = 0;
   size_t since_s = 0;
 
-  uint64_t st[4];
-  memcpy(st, rng->s, sizeof st);
+  strata_rng st = *rng; /* a local copy stays in registers */
   word_ix *restrict wix = s->wix;
   bool in_doc = false;
   uint32_t cur_doc = 0, dlen = 0;
@@ -812,7 +794,7 @@ int strata_lda_sweep(strata_lda_sampler *s, const strata_lda_token *tok, size_t 
     const v8d W = prefix8(tl);
     const double q = W[7];
 
-    const double u = rng_uniform(st) * (q + r + sab);
+    const double u = strata_rng_uniform(&st) * (q + r + sab);
     uint32_t k;
     long pk = -1; /* sparse: position of k among the pairs, when known */
     if (u < q) {
@@ -898,7 +880,7 @@ int strata_lda_sweep(strata_lda_sampler *s, const strata_lda_token *tok, size_t 
 
 out:
   words_write_back(s, nwk);
-  memcpy(rng->s, st, sizeof st);
+  *rng = st;
   return rc;
 }
 

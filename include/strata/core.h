@@ -41,9 +41,24 @@ typedef struct strata_rng {
 } strata_rng;
 
 STRATA_EXPORT void strata_rng_seed(strata_rng *rng, uint64_t seed);
-STRATA_EXPORT uint64_t strata_rng_next(strata_rng *rng);
+/* Inline: samplers call it per draw, and a local copy of the state then
+ * stays in registers. */
+static inline uint64_t strata_rng_next(strata_rng *rng) {
+  uint64_t *s = rng->s;
+  uint64_t result = ((s[1] * 5) << 7 | (s[1] * 5) >> 57) * 9;
+  uint64_t t = s[1] << 17;
+  s[2] ^= s[0];
+  s[3] ^= s[1];
+  s[1] ^= s[2];
+  s[0] ^= s[3];
+  s[2] ^= t;
+  s[3] = s[3] << 45 | s[3] >> 19;
+  return result;
+}
 /* Uniform double in [0, 1). */
-STRATA_EXPORT double strata_rng_uniform(strata_rng *rng);
+static inline double strata_rng_uniform(strata_rng *rng) {
+  return (double)(strata_rng_next(rng) >> 11) * 0x1.0p-53;
+}
 /* Uniform integer in [0, n), n > 0, without modulo bias. */
 STRATA_EXPORT uint64_t strata_rng_below(strata_rng *rng, uint64_t n);
 /* Standard normal deviate (Box-Muller, no cached second value). */

@@ -18,10 +18,14 @@ typedef struct strata_json {
   FILE *f;
   int depth;
   int count[STRATA_JSON_MAX_DEPTH]; /* members written at each level */
+  int one_line;                     /* no newlines or indentation inside the value */
 } strata_json;
 
-/* Starts writing to f (not owned). */
+/* Starts writing to f (not owned), indented, a member per line. */
 STRATA_EXPORT void strata_json_init(strata_json *j, FILE *f);
+/* The same, but the whole top-level value on one line (JSON Lines: the
+ * benchmark programs' output). */
+STRATA_EXPORT void strata_json_init_line(strata_json *j, FILE *f);
 /* key is NULL inside arrays and for the top-level value. */
 STRATA_EXPORT void strata_json_object_begin(strata_json *j, const char *key);
 STRATA_EXPORT void strata_json_object_end(strata_json *j);
