@@ -366,6 +366,7 @@ typedef struct waiter {
   int (*ready)(strata_table *, void *);
   void *ctx;
   double interval;
+  double until; /* > 0: also stop then, and never sleep past it */
   int rc;
   ev_timer timer;
 } waiter;
@@ -381,22 +382,57 @@ static void on_wait_timer(struct ev_loop *loop, ev_timer *w, int revents) {
   }
   wt->interval = progressed ? WAIT_MIN : (wt->interval * 2 < WAIT_MAX ? wt->interval * 2 : WAIT_MAX);
   w->repeat = wt->interval;
+  if (wt->until > 0) {
+    double left = wt->until - strata_now();
+    if (left <= 0) {
+      ev_break(loop, EVBREAK_ONE);
+      return;
+    }
+    if (left < w->repeat) w->repeat = left;
+  }
   ev_timer_again(loop, w);
 }
 
-static int wait_until(strata_table *tb, int (*ready)(strata_table *, void *), void *ctx) {
+/* Serves until ready (or, with until > 0, until that time); returns the
+ * seconds it took. */
+static int run_waiter(strata_table *tb, int (*ready)(strata_table *, void *), void *ctx,
+                      double until, double *took) {
   int progressed;
+  double t0 = strata_now();
+  *took = 0;
   int rc = serve(tb, &progressed);
   if (rc || ready(tb, ctx)) return rc;
-  double t0 = strata_now();
-  waiter wt = {.tb = tb, .ready = ready, .ctx = ctx, .interval = WAIT_MIN};
+  waiter wt = {.tb = tb, .ready = ready, .ctx = ctx, .interval = WAIT_MIN, .until = until};
   ev_timer_init(&wt.timer, on_wait_timer, WAIT_MIN, WAIT_MIN);
   wt.timer.data = &wt;
   ev_timer_start(tb->loop, &wt.timer);
   ev_run(tb->loop, 0);
   ev_timer_stop(tb->loop, &wt.timer);
-  tb->st.wait_s += strata_now() - t0;
+  *took = strata_now() - t0;
   return wt.rc;
+}
+
+static int wait_until(strata_table *tb, int (*ready)(strata_table *, void *), void *ctx) {
+  double took;
+  int rc = run_waiter(tb, ready, ctx, 0, &took);
+  tb->st.wait_s += took;
+  return rc;
+}
+
+static int never(strata_table *tb, void *ctx) {
+  (void)tb;
+  (void)ctx;
+  return 0;
+}
+
+int strata_table_serve_for(strata_table *tb, double seconds, int spin) {
+  double until = strata_now() + seconds, took;
+  if (!spin) return run_waiter(tb, never, NULL, until, &took);
+  int rc;
+  do {
+    rc = strata_table_serve(tb);
+  } while (!rc && strata_now() < until);
+  return rc;
 }
 
 /* ---- public API ---- */

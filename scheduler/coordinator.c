@@ -139,6 +139,29 @@ static int take_report(void *ud, const pass_report *rep) {
   return 0;
 }
 
+/* Each worker's pass times from pass 2 on, in windows of P consecutive
+ * passes (one straggler sleep each when one sleeps every P-th clock): the
+ * median of the window means, largest over workers. Falls back to
+ * mean_pass_s with fewer than P passes after the first, or no memory. */
+static double window_pass(const strata_run_result *r, int N, int P) {
+  int nw = (N - 1) / P;
+  double *win = nw > 0 ? strata_malloc((size_t)nw * sizeof *win) : NULL;
+  if (!win) return r->mean_pass_s;
+  double best = 0;
+  for (int w = 0; w < P; w++) {
+    for (int k = 0; k < nw; k++) {
+      double sum = 0;
+      for (int i = 1 + k * P; i < 1 + (k + 1) * P; i++)
+        sum += r->per_pass_worker[(size_t)i * (size_t)P + (size_t)w].time_s;
+      win[k] = sum / P;
+    }
+    double m = strata_median(win, nw);
+    if (m > best) best = m;
+  }
+  strata_free(win);
+  return best;
+}
+
 static void finish_result(coord *c) {
   strata_run_result *r = c->res;
   r->n_examples = c->prob.n_examples;
@@ -160,6 +183,7 @@ static void finish_result(coord *c) {
     for (int i = first; i < N; i++) sum += r->per_pass_worker[(size_t)i * (size_t)c->setup.workers + (size_t)w].time_s;
     if (sum / (N - first) > r->mean_pass_s) r->mean_pass_s = sum / (N - first);
   }
+  r->window_pass_s = window_pass(r, N, c->setup.workers);
   r->updates_per_s = r->time_per_pass_s > 0 ? (double)r->n_examples / r->time_per_pass_s : 0;
 }
 

@@ -108,7 +108,10 @@ static int fill(FILE *f, void *ud) {
     strata_json_string(&j, "prefetch", pf[o->prefetch]);
     strata_json_object_end(&j);
   }
-  if (o && o->straggler_ms) strata_json_int(&j, "straggler_ms", o->straggler_ms);
+  if (o && o->straggler_ms) {
+    strata_json_int(&j, "straggler_ms", o->straggler_ms);
+    strata_json_bool(&j, "straggler_spin", o->straggler_spin);
+  }
   if (o && o->disrupt_prob > 0) {
     strata_json_object_begin(&j, "disrupt");
     strata_json_number(&j, "prob", o->disrupt_prob);
@@ -128,6 +131,7 @@ static int fill(FILE *f, void *ud) {
     strata_json_number(&j, key, r->updates_per_s);
   }
   strata_json_number(&j, "mean_pass_s", r->mean_pass_s);
+  strata_json_number(&j, "window_pass_s", r->window_pass_s);
   for (int i = 0; i < app->n_objectives; i++)
     strata_json_number(&j, app->objective_names[i], r->objectives[i]);
   strata_json_number(&j, "coordinator_cpu_s", r->coordinator_cpu_s);

@@ -112,7 +112,7 @@ int strata__worker_score(strata__worker *w, int pass, double *partials);
 /* Clocks per pass for wpc < 1 (round(1/wpc)), 0 when a clock spans passes. */
 int strata__clocks_per_pass(double wpc);
 /* Sleeps ms milliseconds; returns the seconds slept. */
-double strata__sleep_ms(int ms);
+double strata__straggle_ms(int ms, int spin);
 
 /* --disrupt: a thread that, in each slot of slot_ms, burns the CPU with
  * probability prob. */

@@ -17,8 +17,13 @@ struct strata__disrupt {
   strata_rng rng;
 };
 
-double strata__sleep_ms(int ms) {
+double strata__straggle_ms(int ms, int spin) {
   double t0 = strata_now();
+  if (spin) {
+    volatile double x = 1.0;
+    while (strata_now() - t0 < ms / 1000.0) x = x * 1.0000001 + 1e-9;
+    return strata_now() - t0;
+  }
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
   while (nanosleep(&ts, &ts) != 0) {
   }

@@ -34,10 +34,18 @@ static int end_clock(psw *p) {
   /* A straggler sleeps at the end of its clock's work, before the clock
    * ends (as the LazyTables/NanTable experiments delay an iteration): the
    * others' reads of the next clock wait for it under BSP, and a clock with
-   * no work (after the last pass) costs nothing. */
-  if (p->straggle && p->dirty && p->w->opts->straggler_ms)
-    p->delay_s += strata__sleep_ms(p->w->opts->straggler_ms);
-  int rc = strata_table_clock(p->tb);
+   * no work (after the last pass) costs nothing. Its shard keeps answering
+   * meanwhile: in the papers the server is another thread or process, which
+   * a delayed application thread does not stop. */
+  int rc = 0;
+  if (p->straggle && p->dirty && p->w->opts->straggler_ms) {
+    double t0 = strata_now();
+    rc = strata_table_serve_for(p->tb, p->w->opts->straggler_ms / 1000.0,
+                                p->w->opts->straggler_spin);
+    p->delay_s += strata_now() - t0;
+    if (rc) return rc;
+  }
+  rc = strata_table_clock(p->tb);
   if (rc) return rc;
   p->clocks++;
   p->dirty = 0;

@@ -361,7 +361,7 @@ int strata__worker_loop(strata__worker *w) {
     double t_pass = strata_now(), cpu0 = strata_cpu_seconds();
     /* A straggler here: a clock is a pass of the ring. */
     if (w->opts && w->opts->straggler_ms && pass % rg.P == w->me)
-      st->delay_s += strata__sleep_ms(w->opts->straggler_ms);
+      st->delay_s += strata__straggle_ms(w->opts->straggler_ms, w->opts->straggler_spin);
     for (int s = 0; s < rg.S && !rc; s++) {
       /* Receives for the next sub-epoch go up before this one's compute, so
        * each incoming block lands while this worker is busy. */

@@ -36,8 +36,9 @@ static const strata_option engine_options[] = {
      "auto|none|conservative|aggressive",
      "table prefetcher replaying last clock's reads; auto: aggressive for async, else "
      "conservative"},
-    {"straggler", 0, STRATA_OPT_STRING, EOPT(straggler), NULL, "delay=MS", 0, 0, NULL,
-     "worker i sleeps MS at clocks i, i+P, ... (a clock is a pass in scheduled mode)"},
+    {"straggler", 0, STRATA_OPT_STRING, EOPT(straggler), NULL, "delay=MS[,spin=1]", 0, 0, NULL,
+     "worker i sleeps MS at clocks i, i+P, ... (a clock is a pass in scheduled mode); "
+     "spin=1: busy instead of asleep"},
     {"disrupt", 0, STRATA_OPT_STRING, EOPT(disrupt), NULL, "prob=P,slot=MS", 0, 0, NULL,
      "each worker gets a CPU-burning thread for a random fraction P of MS-long slots"},
     {"strata", 'B', STRATA_OPT_INT, EOPT(eng.strata), "0", "B", 0, 4096, NULL,
@@ -180,14 +181,17 @@ static int engine_flags(cli_opts *co, const strata_driver *drv) {
   if ((rc = strata_engine_resolve(e, co->staleness != NULL, co->wpc != NULL, pf))) return rc;
   char buf[64];
   if (co->straggler) {
-    const char *d = strchr(co->straggler, '=') ? kv(co->straggler, "delay", buf, sizeof buf)
-                                               : co->straggler;
-    if ((rc = only_keys("straggler", strchr(co->straggler, '=') ? co->straggler : "delay=0",
-                        "delay", "delay=MS")))
+    const char *want = "delay=MS[,spin=0|1]";
+    int keyed = strchr(co->straggler, '=') != NULL;
+    if ((rc = only_keys("straggler", keyed ? co->straggler : "delay=0", "delay|spin", want)))
       return rc;
-    if (!d) return bad_value("straggler", co->straggler, "delay=MS");
+    const char *d = keyed ? kv(co->straggler, "delay", buf, sizeof buf) : co->straggler;
+    if (!d) return bad_value("straggler", co->straggler, want);
     if ((rc = parse_long("straggler", d, 0, 3600000, &v))) return rc;
     e->straggler_ms = (int)v;
+    const char *sp = keyed ? kv(co->straggler, "spin", buf, sizeof buf) : NULL;
+    if (sp && (rc = parse_long("straggler", sp, 0, 1, &v))) return rc;
+    e->straggler_spin = sp ? (int)v : 0;
   }
   if (co->disrupt) {
     const char *want = "prob=P,slot=MS with 0 < P <= 1 and MS >= 1";

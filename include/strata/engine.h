@@ -34,6 +34,8 @@ typedef struct strata_engine_opts {
   /* Stragglers and disruption, every mode. */
   int straggler_ms;        /* worker i sleeps this long at clocks i, i + P, ...
                               (scheduled mode: at passes i, i + P, ...) */
+  int straggler_spin;      /* ... busy instead of asleep: it keeps its CPU
+                              share, as a slow machine keeps its cores */
   double disrupt_prob;     /* each time slot, with this probability ... */
   int disrupt_slot_ms;     /* ... a thread competes for the CPU for the slot */
 } strata_engine_opts;
@@ -93,6 +95,10 @@ typedef struct strata_run_result {
   double mean_pass_s;     /* max over workers of the mean of its pass times,
                              passes 2..N: the throughput view, for modes whose
                              workers' passes do not line up (SSP, stragglers) */
+  double window_pass_s;   /* the same view robust to outliers: per worker, the
+                             median over windows of P consecutive passes
+                             (2..P+1, P+2..2P+1, ...) of their mean, max over
+                             workers; mean_pass_s with fewer passes */
   double coordinator_cpu_s, coordinator_wall_s; /* whole run, loading included */
   double coordinator_train_cpu_s; /* CPU while the passes ran (over wall_s) */
   strata_pass_stats *per_pass;         /* passes entries */

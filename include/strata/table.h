@@ -117,6 +117,14 @@ STRATA_EXPORT int strata_table_current_clock(const strata_table *tb);
 /* Answers peers' requests and takes in replies, without blocking. */
 STRATA_EXPORT int strata_table_serve(strata_table *tb);
 
+/* Keeps serving for `seconds` of wall time while the caller computes
+ * nothing (a straggler's delay: the shard, a separate server in the papers,
+ * stays responsive). spin = 0 sleeps between polls with the waits' back-off
+ * (at most 1 ms late); spin = 1 polls without pause, holding the core as a
+ * busy process would. Not counted as waiting. Returns 0 or the table's
+ * error. */
+STRATA_EXPORT int strata_table_serve_for(strata_table *tb, double seconds, int spin);
+
 /* Statistics since open or the last reset. */
 STRATA_EXPORT void strata_table_get_stats(const strata_table *tb, strata_table_stats *st);
 STRATA_EXPORT void strata_table_reset_stats(strata_table *tb);

@@ -33,6 +33,7 @@ case $CASE in
   mode-unknown) MSG="--mode" ALSO=("'foo'") ARGS=(--mode foo) ;;
   straggler-not-number) MSG="--straggler" ALSO=("abc") ARGS=(--straggler delay=abc) ;;
   straggler-unknown-key) MSG="--straggler" ALSO=("foo=3") ARGS=(--straggler foo=3) ;;
+  straggler-bad-spin) MSG="--straggler" ALSO=("2") ARGS=(--straggler delay=5,spin=2) ;;
   disrupt-prob-above-one)
     MSG="--disrupt" ALSO=("prob=2,slot=5") ARGS=(--disrupt prob=2,slot=5) ;;
   disrupt-no-slot) MSG="--disrupt" ALSO=("prob=0.5") ARGS=(--disrupt prob=0.5) ;;
