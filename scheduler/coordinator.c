@@ -218,6 +218,24 @@ static int recv_into(strata_transport *t, reqset *rs, strata_block *b, int src, 
   return t->irecv(t->impl, b->buf, b->len, src, tag, rq);
 }
 
+/* Waits until every worker is set up, then lets them all begin (protocol.h). */
+static int start_together(strata_transport *t, int P) {
+  char none[1];
+  reqset rs = {0};
+  int rc = 0;
+  for (int w = 0; w < P && !rc; w++) {
+    strata_req *rq = reqset_next(&rs);
+    rc = rq ? t->irecv(t->impl, none, 0, w + 1, TAG_START, rq)
+            : strata_err_set(STRATA_ENOMEM, "coordinator: out of memory");
+  }
+  if (!rc) rc = strata__loop_wait_all(t, rs.r, rs.n);
+  rs.n = 0;
+  for (int w = 0; w < P && !rc; w++) rc = send_all(t, &rs, none, 0, w + 1, TAG_START);
+  if (!rc) rc = strata__loop_wait_all(t, rs.r, rs.n);
+  strata_free(rs.r);
+  return rc;
+}
+
 /* Tells every worker the run failed before it began, so all ranks end. */
 static void send_failure(strata_transport *t, int code) {
   setup_header h;
@@ -417,6 +435,7 @@ static int run_coordinator(coord *c, strata_transport *t) {
   /* From here until the model is in, workers depend on this rank. */
   c->res->peers_blocked = 1;
   if ((rc = ship(c, t, sched_buf, sched_len, desc, &h))) goto done;
+  if ((rc = start_together(t, P))) goto done;
   c->res->setup_s = strata_now() - t1;
   c->t_train0 = strata_now();
   c->cpu_train0 = strata_cpu_seconds();

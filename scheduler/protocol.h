@@ -13,6 +13,10 @@
  *               most STRATA__PIECE bytes; one message per block would make
  *               set-up cost grow with the square of the block count
  *   TAG_GLOBAL  the global block's initial values (if the problem has one)
+ * Start: each worker, set up, sends an empty TAG_START to the coordinator;
+ * once all have, the coordinator sends each an empty TAG_START and the
+ * passes begin, on every worker at once (else the first worker set up
+ * would spend pass 1 waiting for the last one's blocks).
  * Per pass, worker -> coordinator: TAG_REPORT struct pass_report.
  * Ring mode with a global block: after every sub-epoch each worker sends its
  * change of the global block to every other worker (TAG_GSYNC).
@@ -47,6 +51,7 @@ enum {
   TAG_GLOBAL = 9, /* the global block: initial values, and worker 0's at export */
   TAG_PS = 10,    /* and 11: parameter-server tables (strata/table.h) */
   TAG_GSYNC = 12, /* ring: a worker's change of the global block in one sub-epoch */
+  TAG_START = 13, /* set up / begin */
   TAG_EVAL_BASE = 1000,
   TAG_CHUNK_BASE = 20000
 };

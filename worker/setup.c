@@ -199,6 +199,14 @@ int strata__worker_main(const strata_app *app, void *cfg, const strata_engine_op
     strata__worker_close(&w);
     return rc;
   }
+  if (!rc) {
+    /* Ready, then wait for every other worker to be (protocol.h). */
+    char none = 0;
+    strata_req rq = {0};
+    rc = t->isend(t->impl, &none, 0, 0, TAG_START, &rq);
+    if (!rc) rc = strata_comm_wait_idle(t, &rq);
+    if (!rc) rc = recv_idle(t, &none, 0, TAG_START);
+  }
   strata__disrupt *dis = NULL;
   if (!rc && opts->disrupt_prob > 0)
     rc = strata__disrupt_start(opts->disrupt_prob, opts->disrupt_slot_ms,
