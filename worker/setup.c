@@ -3,6 +3,7 @@
  * coordinator, run the passes, send the model back when asked to.
  */
 #include <string.h>
+#include <time.h>
 
 #include "scheduler/protocol.h"
 #include "strata/core.h"
@@ -171,6 +172,24 @@ static int send_model(strata__worker *w) {
   return rc;
 }
 
+/* Ready, then waits for every other worker to be (protocol.h). The wait
+ * sleeps 100 us between tests, not wait_idle's back-off to 5 ms: workers
+ * must leave it within microseconds of each other, or the first one out
+ * spends pass 1 waiting (a whole pass on a small problem). */
+static int start_together(strata_transport *t) {
+  char none = 0;
+  strata_req rq = {0};
+  int rc = t->isend(t->impl, &none, 0, 0, TAG_START, &rq);
+  if (!rc) rc = strata_comm_wait_idle(t, &rq);
+  if (!rc) rc = t->irecv(t->impl, &none, 0, 0, TAG_START, &rq);
+  for (int done = 0; !rc;) {
+    if ((rc = t->test(t->impl, &rq, &done)) || done) break;
+    struct timespec ts = {0, 100000};
+    nanosleep(&ts, NULL);
+  }
+  return rc;
+}
+
 int strata__worker_main(const strata_app *app, void *cfg, const strata_engine_opts *opts,
                         strata_transport *t, int *own_failure) {
   strata__worker w;
@@ -199,14 +218,7 @@ int strata__worker_main(const strata_app *app, void *cfg, const strata_engine_op
     strata__worker_close(&w);
     return rc;
   }
-  if (!rc) {
-    /* Ready, then wait for every other worker to be (protocol.h). */
-    char none = 0;
-    strata_req rq = {0};
-    rc = t->isend(t->impl, &none, 0, 0, TAG_START, &rq);
-    if (!rc) rc = strata_comm_wait_idle(t, &rq);
-    if (!rc) rc = recv_idle(t, &none, 0, TAG_START);
-  }
+  if (!rc) rc = start_together(t);
   strata__disrupt *dis = NULL;
   if (!rc && opts->disrupt_prob > 0)
     rc = strata__disrupt_start(opts->disrupt_prob, opts->disrupt_slot_ms,
