@@ -1,7 +1,8 @@
 /*
  * --disrupt prob=P,slot=MS: a thread that competes for this rank's CPU in
  * random time slots (the disruption experiments of LazyTables 5.3), and the
- * straggler's sleep.
+ * straggler's delay on the ring (parameter-server modes serve their shard
+ * through it instead: strata_table_serve_for).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -17,16 +18,24 @@ struct strata__disrupt {
   strata_rng rng;
 };
 
+/* Pure CPU until `end` (or *stop), as a competing process would use. */
+static void burn_until(double end, atomic_int *stop) {
+  volatile double x = 1.0;
+  while (strata_now() < end && !(stop && atomic_load(stop))) x = x * 1.0000001 + 1e-9;
+}
+
+/* Sleeps until `end`, through interruptions. */
+static void sleep_until(double end) {
+  for (double left; (left = end - strata_now()) > 0;) {
+    struct timespec ts = {(time_t)left, (long)((left - (double)(time_t)left) * 1e9)};
+    nanosleep(&ts, NULL);
+  }
+}
+
 double strata__straggle_ms(int ms, int spin) {
   double t0 = strata_now();
-  if (spin) {
-    volatile double x = 1.0;
-    while (strata_now() - t0 < ms / 1000.0) x = x * 1.0000001 + 1e-9;
-    return strata_now() - t0;
-  }
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0) {
-  }
+  if (spin) burn_until(t0 + ms / 1000.0, NULL);
+  else sleep_until(t0 + ms / 1000.0);
   return strata_now() - t0;
 }
 
@@ -34,17 +43,8 @@ static void *disrupt_main(void *arg) {
   strata__disrupt *d = arg;
   while (!atomic_load(&d->stop)) {
     double end = strata_now() + d->slot_s;
-    if (strata_rng_uniform(&d->rng) < d->prob) {
-      /* The burst: pure CPU, as a competing process would use. */
-      volatile double x = 1.0;
-      while (strata_now() < end && !atomic_load(&d->stop)) x = x * 1.0000001 + 1e-9;
-    } else {
-      double left = end - strata_now();
-      if (left > 0) {
-        struct timespec ts = {(time_t)left, (long)((left - (double)(time_t)left) * 1e9)};
-        nanosleep(&ts, NULL);
-      }
-    }
+    if (strata_rng_uniform(&d->rng) < d->prob) burn_until(end, &d->stop);
+    else sleep_until(end);
   }
   return NULL;
 }
