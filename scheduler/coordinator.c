@@ -140,7 +140,7 @@ static int take_report(void *ud, const pass_report *rep) {
 }
 
 /* Each worker's pass times from pass 2 on, in windows of P consecutive
- * passes (one straggler sleep each when one sleeps every P-th clock): the
+ * passes (one straggler delay each when one comes every P-th clock): the
  * median of the window means, largest over workers. Falls back to
  * mean_pass_s with fewer than P passes after the first, or no memory. */
 static double window_pass(const strata_run_result *r, int N, int P) {

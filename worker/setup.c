@@ -174,7 +174,7 @@ static int send_model(strata__worker *w) {
 
 /* Ready, then waits for every other worker to be (protocol.h). The wait
  * sleeps 100 us between tests, not wait_idle's back-off to 5 ms: workers
- * must leave it within microseconds of each other, or the first one out
+ * must leave it within about 0.1 ms of each other, or the first one out
  * spends pass 1 waiting (a whole pass on a small problem). */
 static int start_together(strata_transport *t) {
   char none = 0;
