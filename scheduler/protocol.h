@@ -116,7 +116,8 @@ int strata__worker_loop_ps(strata__worker *w);
 int strata__worker_score(strata__worker *w, int pass, double *partials);
 /* Clocks per pass for wpc < 1 (round(1/wpc)), 0 when a clock spans passes. */
 int strata__clocks_per_pass(double wpc);
-/* Sleeps ms milliseconds; returns the seconds slept. */
+/* A ring straggler's delay of ms milliseconds, asleep or (spin) busy;
+ * returns the seconds it took. */
 double strata__straggle_ms(int ms, int spin);
 
 /* --disrupt: a thread that, in each slot of slot_ms, burns the CPU with
