@@ -12,19 +12,25 @@
 
 #include "strata/error.h"
 
-/* Message types. To a server shard (tag conf.tag): UPDATE, READ, BYE.
+/* Message types. To a server shard (tag conf.tag): UPDATE, READ, SNAP, BYE.
  * To a client (tag conf.tag + 1): ROWS, FIN. Messages between two ranks on
- * one tag arrive in order, which the protocol relies on. */
-enum { PS_UPDATE = 1, PS_READ = 2, PS_BYE = 3, PS_ROWS = 4, PS_FIN = 5 };
+ * one tag arrive in order, which the protocol relies on: a client sends
+ * SNAP for clock t before its UPDATE stamped t - 1, so every SNAP for t is
+ * at the shard when the shard's clock reaches t. */
+enum { PS_UPDATE = 1, PS_READ = 2, PS_BYE = 3, PS_ROWS = 4, PS_FIN = 5, PS_SNAP = 6 };
 
 /* ROWS flag: an ESSP push. Besides the rows it carries, every row of the
  * shard the client has subscribed to is current as of `clock`. */
 #define PS_PUSH 1u
+/* ROWS flag: rows of the pure snapshot `clock` (every update stamped
+ * < clock, none later), the answer to a SNAP. */
+#define PS_SNAPSHOT 2u
 
 typedef struct ps_hdr {
   uint32_t type;
   int32_t from;   /* sender's worker index */
-  int32_t clock;  /* UPDATE: stamp; READ: minimum data age wanted; ROWS: data age */
+  int32_t clock;  /* UPDATE: stamp; READ: minimum data age wanted; SNAP: the
+                     snapshot wanted; ROWS: data age (or the snapshot) */
   int32_t own;    /* ROWS: updates of the receiver stamped < own are included */
   uint32_t nrows;
   uint32_t flags;
@@ -77,6 +83,32 @@ int ps_oplog_pack(const ps_oplog *o, int shard, int P, int from, int32_t stamp, 
                   size_t *len);
 /* Forgets every pending write (cost proportional to the touched rows). */
 void ps_oplog_clear(ps_oplog *o);
+
+/* ---- a shard's pure snapshot ---- */
+/* The shard's rows holding exactly the updates stamped < clock from every
+ * worker, and none later: batches stamped >= clock are held (copied) until
+ * every worker has sent its batch of that stamp, then added in (stamp,
+ * worker) order, so the snapshot's values do not depend on arrival order. */
+typedef struct ps_snapshot {
+  int P;
+  uint32_t n_local, row_len;
+  float *vals;  /* n_local rows; local row l is global row me + P * l */
+  int32_t clock;
+  void **held;  /* UPDATE messages stamped >= clock, as received */
+  int n_held, cap_held;
+} ps_snapshot;
+
+/* Starts at clock 0 with vals (n_local * row_len floats, copied).
+ * STRATA_ENOMEM. */
+int ps_snapshot_init(ps_snapshot *s, int P, uint32_t n_local, uint32_t row_len,
+                     const float *vals);
+void ps_snapshot_free(ps_snapshot *s);
+/* Keeps a copy of an UPDATE whose stamp is >= s->clock and whose rows are
+ * on this shard (checked by the caller). STRATA_ENOMEM. */
+int ps_snapshot_hold(ps_snapshot *s, const void *update, size_t len);
+/* Moves the snapshot to `clock` (every worker has sent its batches stamped
+ * < clock): adds the held batches stamped < clock and drops them. */
+void ps_snapshot_advance(ps_snapshot *s, int32_t clock);
 
 /* ---- reads waiting for the shard's clock ---- */
 typedef struct ps_read {

@@ -18,7 +18,7 @@ int ps_msg_check(const void *buf, size_t len, uint32_t row_len, int src) {
     return strata_err_set(STRATA_ECOMM, "table: short message (%zu bytes) from rank %d", len, src);
   const ps_hdr *h = buf;
   int vals = h->type == PS_UPDATE || h->type == PS_ROWS;
-  if (h->type < PS_UPDATE || h->type > PS_FIN || len != ps_msg_size(h->nrows, row_len, vals))
+  if (h->type < PS_UPDATE || h->type > PS_SNAP || len != ps_msg_size(h->nrows, row_len, vals))
     return strata_err_set(STRATA_ECOMM, "table: malformed message (type %u, %u rows, %zu bytes) from rank %d",
                           h->type, h->nrows, len, src);
   return 0;
@@ -48,6 +48,65 @@ int ps_vclock_tick(ps_vclock *v, int w, int32_t stamp, int *advanced) {
   *advanced = m > v->min;
   v->min = m;
   return 0;
+}
+
+int ps_snapshot_init(ps_snapshot *s, int P, uint32_t n_local, uint32_t row_len,
+                     const float *vals) {
+  memset(s, 0, sizeof *s);
+  s->P = P;
+  s->n_local = n_local;
+  s->row_len = row_len;
+  size_t n = (size_t)n_local * row_len;
+  s->vals = strata_malloc((n ? n : 1) * sizeof(float));
+  if (!s->vals) return strata_err_set(STRATA_ENOMEM, "table: out of memory for the snapshot");
+  if (n) memcpy(s->vals, vals, n * sizeof(float));
+  return 0;
+}
+
+void ps_snapshot_free(ps_snapshot *s) {
+  for (int i = 0; i < s->n_held; i++) strata_free(s->held[i]);
+  strata_free(s->held);
+  strata_free(s->vals);
+  memset(s, 0, sizeof *s);
+}
+
+int ps_snapshot_hold(ps_snapshot *s, const void *update, size_t len) {
+  if (s->n_held == s->cap_held) {
+    int cap = s->cap_held ? 2 * s->cap_held : 8;
+    void **v = strata_realloc(s->held, (size_t)cap * sizeof *v);
+    if (!v) return strata_err_set(STRATA_ENOMEM, "table: out of memory holding a batch");
+    s->held = v;
+    s->cap_held = cap;
+  }
+  void *copy = strata_malloc(len);
+  if (!copy) return strata_err_set(STRATA_ENOMEM, "table: out of memory holding a batch");
+  memcpy(copy, update, len);
+  s->held[s->n_held++] = copy;
+  return 0;
+}
+
+static void snapshot_apply(ps_snapshot *s, void *m) {
+  ps_hdr *h = m;
+  const uint32_t *rows = ps_msg_rows(m);
+  const float *v = ps_msg_vals(m);
+  for (uint32_t i = 0; i < h->nrows; i++) {
+    float *dst = s->vals + (size_t)(rows[i] / (uint32_t)s->P) * s->row_len;
+    const float *d = v + (size_t)i * s->row_len;
+    for (uint32_t j = 0; j < s->row_len; j++) dst[j] += d[j];
+  }
+}
+
+void ps_snapshot_advance(ps_snapshot *s, int32_t clock) {
+  for (; s->clock < clock; s->clock++)
+    for (int w = 0; w < s->P; w++)
+      for (int i = 0; i < s->n_held; i++) {
+        ps_hdr *h = s->held[i];
+        if (h->clock != s->clock || h->from != w) continue;
+        snapshot_apply(s, s->held[i]);
+        strata_free(s->held[i]);
+        s->held[i] = s->held[--s->n_held];
+        break;
+      }
 }
 
 int ps_oplog_init(ps_oplog *o, uint32_t n_rows, uint32_t row_len) {

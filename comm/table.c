@@ -33,6 +33,13 @@ typedef struct keptq {
   int n, cap;
 } keptq;
 
+/* A snapshot this client asked for: rows land in out as they arrive. */
+typedef struct snapwait {
+  int32_t id;
+  float *out;
+  uint64_t left; /* rows still to come */
+} snapwait;
+
 typedef struct outmsg {
   strata_req req;
   void *buf;
@@ -59,11 +66,15 @@ struct strata_table {
   uint8_t **acc;
   uint32_t **acc_list, *n_acc;
   int fins;
+  snapwait *snaps;
+  int n_snaps, cap_snaps;
   /* server */
   uint32_t n_local; /* rows g = me + P * l */
   float *vals;
   ps_vclock vc;
   ps_pending pend;
+  ps_snapshot snap; /* conf.snapshots */
+  ps_pending snap_reads; /* SNAPs waiting for the snapshot to reach them */
   uint8_t *subs;    /* n_local * P */
   uint8_t *dirty;
   uint32_t *dirty_list, n_dirty;
@@ -85,8 +96,8 @@ static int fail(strata_table *tb, int rc) {
 
 /* ---- sending ---- */
 
-/* Takes ownership of buf. */
-static int post(strata_table *tb, int to, int tag, void *buf, size_t len) {
+/* Takes ownership of buf; counts len into *bytes. */
+static int post_counted(strata_table *tb, int to, int tag, void *buf, size_t len, uint64_t *bytes) {
   if (tb->n_out == tb->cap_out) {
     int cap = tb->cap_out ? 2 * tb->cap_out : 16;
     outmsg *o = strata_realloc(tb->out, (size_t)cap * sizeof *o);
@@ -108,8 +119,12 @@ static int post(strata_table *tb, int to, int tag, void *buf, size_t len) {
   }
   m->buf = buf;
   tb->n_out++;
-  tb->st.bytes_sent += len;
+  *bytes += len;
   return 0;
+}
+
+static int post(strata_table *tb, int to, int tag, void *buf, size_t len) {
+  return post_counted(tb, to, tag, buf, len, &tb->st.bytes_sent);
 }
 
 static int progress_out(strata_table *tb) {
@@ -136,22 +151,26 @@ static int progress_out(strata_table *tb) {
 
 static uint32_t local_of(const strata_table *tb, uint32_t g) { return g / (uint32_t)tb->P; }
 
-/* Sends rows (ascending, all of this shard) to client w. */
+/* Sends rows (ascending, all of this shard) to client w: the live values,
+ * or with PS_SNAPSHOT those of the pure snapshot. */
 static int send_rows(strata_table *tb, int w, const uint32_t *rows, uint32_t n, uint32_t flags) {
   size_t sz = ps_msg_size(n, tb->L, 1);
   void *m = strata_malloc(sz);
   if (!m) return fail(tb, strata_err_set(STRATA_ENOMEM, "table: out of memory for a reply"));
+  int snap = (flags & PS_SNAPSHOT) != 0;
+  const float *src = snap ? tb->snap.vals : tb->vals;
   ps_hdr *h = m;
-  *h = (ps_hdr){.type = PS_ROWS, .from = tb->me, .clock = tb->vc.min, .own = tb->vc.c[w],
-                .nrows = n, .flags = flags};
+  *h = (ps_hdr){.type = PS_ROWS, .from = tb->me, .clock = snap ? tb->snap.clock : tb->vc.min,
+                .own = tb->vc.c[w], .nrows = n, .flags = flags};
   uint32_t *r = ps_msg_rows(m);
   float *v = ps_msg_vals(m);
   for (uint32_t i = 0; i < n; i++) {
     r[i] = rows[i];
-    memcpy(v + (size_t)i * tb->L, tb->vals + (size_t)local_of(tb, rows[i]) * tb->L,
+    memcpy(v + (size_t)i * tb->L, src + (size_t)local_of(tb, rows[i]) * tb->L,
            tb->L * sizeof(float));
   }
-  return post(tb, w, tb->c.tag + 1, m, sz);
+  return post_counted(tb, w, tb->c.tag + 1, m, sz,
+                      snap ? &tb->st.snapshot_bytes : &tb->st.bytes_sent);
 }
 
 static int cmp_u32(const void *a, const void *b) {
@@ -190,6 +209,19 @@ static int answer_ready(strata_table *tb) {
     rc = send_rows(tb, rd.client, rd.rows, rd.n, 0);
     strata_free(rd.rows);
   }
+  if (rc || !tb->c.snapshots) return rc;
+  /* The shard's clock moves one step at a time, and a SNAP for t arrives
+   * before its sender's batch stamped t - 1: so every SNAP for the new
+   * clock is here, and none for an older one is still to come. */
+  ps_snapshot_advance(&tb->snap, tb->vc.min);
+  while (!rc && ps_pending_take(&tb->snap_reads, tb->vc.min, &rd)) {
+    if (rd.min_age != tb->snap.clock)
+      rc = fail(tb, strata_err_set(STRATA_ECOMM, "table: worker %d asked for snapshot %d, shard %d is at %d",
+                                   rd.client, rd.min_age, tb->me, tb->snap.clock));
+    else
+      rc = send_rows(tb, rd.client, rd.rows, rd.n, PS_SNAPSHOT);
+    strata_free(rd.rows);
+  }
   return rc;
 }
 
@@ -222,6 +254,8 @@ static int on_server_msg(strata_table *tb, void *m, int src) {
       }
       int advanced;
       if ((rc = ps_vclock_tick(&tb->vc, w, h->clock, &advanced))) return fail(tb, rc);
+      if (tb->c.snapshots && (rc = ps_snapshot_hold(&tb->snap, m, ps_msg_size(h->nrows, tb->L, 1))))
+        return fail(tb, rc);
       /* The acknowledgement lets the client drop its copy of the batch. */
       if ((rc = send_rows(tb, w, NULL, 0, 0))) return rc;
       if (advanced) {
@@ -239,6 +273,15 @@ static int on_server_msg(strata_table *tb, void *m, int src) {
       }
       qsort(rows, h->nrows, sizeof *rows, cmp_u32);
       if ((rc = ps_pending_add(&tb->pend, w, h->clock, rows, h->nrows))) return fail(tb, rc);
+      return 0;
+    case PS_SNAP:
+      if (!tb->c.snapshots || h->clock <= tb->vc.min)
+        return fail(tb, strata_err_set(STRATA_ECOMM,
+                                       "table: worker %d asked for snapshot %d, which shard %d %s",
+                                       w, h->clock, tb->me,
+                                       tb->c.snapshots ? "has passed" : "does not keep"));
+      qsort(rows, h->nrows, sizeof *rows, cmp_u32);
+      if ((rc = ps_pending_add(&tb->snap_reads, w, h->clock, rows, h->nrows))) return fail(tb, rc);
       return 0;
     case PS_BYE:
       if (++tb->byes == tb->P)
@@ -294,6 +337,23 @@ static void set_row(strata_table *tb, uint32_t g, const float *val, int32_t age,
   if (age > tb->age[g]) tb->age[g] = age;
 }
 
+static int take_snapshot_rows(strata_table *tb, const ps_hdr *h, const uint32_t *rows,
+                              const float *vals, int src) {
+  snapwait *sw = NULL;
+  for (int i = 0; i < tb->n_snaps && !sw; i++)
+    if (tb->snaps[i].id == h->clock) sw = &tb->snaps[i];
+  if (!sw || sw->left < h->nrows)
+    return fail(tb, strata_err_set(STRATA_ECOMM, "table: unexpected rows of snapshot %d from rank %d",
+                                   h->clock, src));
+  for (uint32_t i = 0; i < h->nrows; i++) {
+    if (rows[i] >= tb->c.n_rows || (int)(rows[i] % (uint32_t)tb->P) != h->from)
+      return bad_row(tb, rows[i], src);
+    memcpy(sw->out + (size_t)rows[i] * tb->L, vals + (size_t)i * tb->L, tb->L * sizeof(float));
+  }
+  sw->left -= h->nrows;
+  return 0;
+}
+
 static int on_client_msg(strata_table *tb, void *m, int src) {
   ps_hdr *h = m;
   int X = h->from;
@@ -310,6 +370,7 @@ static int on_client_msg(strata_table *tb, void *m, int src) {
   drop_confirmed(q, h->own);
   const uint32_t *rows = ps_msg_rows(m);
   const float *vals = ps_msg_vals(m);
+  if (h->flags & PS_SNAPSHOT) return take_snapshot_rows(tb, h, rows, vals, src);
   for (uint32_t i = 0; i < h->nrows; i++) {
     uint32_t g = rows[i];
     if (g >= tb->c.n_rows || (int)(g % (uint32_t)tb->P) != X) return bad_row(tb, g, src);
@@ -550,6 +611,12 @@ int strata_table_get_rows(strata_table *tb, uint32_t lo, uint32_t hi, int s, flo
   return 0;
 }
 
+int strata_table_peek_rows(const strata_table *tb, uint32_t lo, uint32_t hi, float *out) {
+  int rc = check_range(tb, lo, hi);
+  if (!rc) memcpy(out, tb->cache + (size_t)lo * tb->L, (size_t)(hi - lo) * tb->L * sizeof(float));
+  return rc;
+}
+
 int strata_table_get(strata_table *tb, uint32_t row, int s, float *out) {
   if (row >= tb->c.n_rows)
     return strata_err_set(STRATA_ERANGE, "table: row %u out of range (table has %u rows)", row,
@@ -622,6 +689,75 @@ int strata_table_clock(strata_table *tb) {
 
 int strata_table_current_clock(const strata_table *tb) { return tb->clock; }
 
+int strata_table_snapshot_request(strata_table *tb, const uint32_t *rows, uint32_t n, float *out) {
+  if (!tb->c.snapshots)
+    return strata_err_set(STRATA_EINVAL, "table: opened without snapshots");
+  if (tb->err) return tb->err;
+  for (uint32_t i = 0; i < n; i++)
+    if (rows[i] >= tb->c.n_rows)
+      return strata_err_set(STRATA_ERANGE, "table: row %u out of range (table has %u rows)", rows[i],
+                            tb->c.n_rows);
+  if (tb->n_snaps == tb->cap_snaps) {
+    int cap = tb->cap_snaps ? 2 * tb->cap_snaps : 4;
+    snapwait *v = strata_realloc(tb->snaps, (size_t)cap * sizeof *v);
+    if (!v) return fail(tb, strata_err_set(STRATA_ENOMEM, "table: out of memory for a snapshot"));
+    tb->snaps = v;
+    tb->cap_snaps = cap;
+  }
+  int32_t id = tb->clock + 1;
+  tb->snaps[tb->n_snaps++] = (snapwait){.id = id, .out = out, .left = n};
+  uint32_t *list = strata_malloc((n ? n : 1) * sizeof *list);
+  if (!list) return fail(tb, strata_err_set(STRATA_ENOMEM, "table: out of memory for a snapshot"));
+  int rc = 0;
+  for (int X = 0; X < tb->P && !rc; X++) {
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++)
+      if ((int)(rows[i] % (uint32_t)tb->P) == X) list[k++] = rows[i];
+    if (!k) continue;
+    size_t sz = ps_msg_size(k, tb->L, 0);
+    void *m = strata_malloc(sz);
+    if (!m) {
+      rc = fail(tb, strata_err_set(STRATA_ENOMEM, "table: out of memory for a snapshot"));
+      break;
+    }
+    *(ps_hdr *)m = (ps_hdr){.type = PS_SNAP, .from = tb->me, .clock = id, .nrows = k};
+    memcpy(ps_msg_rows(m), list, k * sizeof *list);
+    rc = post_counted(tb, X, tb->c.tag, m, sz, &tb->st.snapshot_bytes);
+  }
+  strata_free(list);
+  return rc;
+}
+
+static snapwait *find_snap(strata_table *tb, int32_t id) {
+  for (int i = 0; i < tb->n_snaps; i++)
+    if (tb->snaps[i].id == id) return &tb->snaps[i];
+  return NULL;
+}
+
+static int snap_arrived(strata_table *tb, void *ctx) {
+  snapwait *sw = find_snap(tb, *(int32_t *)ctx);
+  return !sw || sw->left == 0;
+}
+
+int strata_table_snapshot_test(strata_table *tb, int32_t id, int wait, int *done) {
+  *done = 0;
+  if (!find_snap(tb, id))
+    return strata_err_set(STRATA_EINVAL, "table: no snapshot %d was asked for", id);
+  int rc;
+  if (wait) {
+    double took;
+    rc = run_waiter(tb, snap_arrived, &id, 0, &took);
+  } else {
+    rc = strata_table_serve(tb);
+  }
+  if (rc) return rc;
+  snapwait *sw = find_snap(tb, id);
+  if (sw->left) return 0;
+  *sw = tb->snaps[--tb->n_snaps];
+  *done = 1;
+  return 0;
+}
+
 void strata_table_get_stats(const strata_table *tb, strata_table_stats *st) { *st = tb->st; }
 
 void strata_table_reset_stats(strata_table *tb) { memset(&tb->st, 0, sizeof tb->st); }
@@ -653,6 +789,9 @@ void strata_table_free(strata_table *tb) {
   strata_free(tb->vals);
   ps_vclock_free(&tb->vc);
   ps_pending_free(&tb->pend);
+  ps_snapshot_free(&tb->snap);
+  ps_pending_free(&tb->snap_reads);
+  strata_free(tb->snaps);
   strata_free(tb->subs);
   strata_free(tb->dirty);
   strata_free(tb->dirty_list);
@@ -720,6 +859,8 @@ int strata_table_open(strata_transport *t, const strata_table_conf *conf, const 
   for (uint32_t l = 0; l < tb->n_local; l++)
     memcpy(tb->vals + (size_t)l * L, init + ((size_t)tb->me + (size_t)l * (size_t)tb->P) * L,
            L * sizeof(float));
+  if (conf->snapshots && (rc = ps_snapshot_init(&tb->snap, tb->P, tb->n_local, tb->L, tb->vals)))
+    goto fail;
   *out = tb;
   return 0;
 fail:

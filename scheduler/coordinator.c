@@ -55,7 +55,9 @@ typedef struct coord {
   double t_train0, cpu_train0;
   double last_progress;
   double partials[STRATA_MAX_PARTIALS];
+  double view_partials[STRATA_MAX_PARTIALS];
   int reports_in; /* reports received for the pass being assembled */
+  int unscored;   /* one of them says the pass was not scored */
 } coord;
 
 static int alloc_result(coord *c) {
@@ -113,10 +115,20 @@ static int take_report(void *ud, const pass_report *rep) {
   ps->bytes_sent += ws->bytes_sent;
   ps->bytes_recv += ws->bytes_recv;
   for (int i = 0; i < c->app->n_partials; i++) c->partials[i] += rep->partials[i];
+  c->unscored |= rep->unscored;
+  for (int i = 0; i < c->app->n_partials && rep->has_view; i++) c->view_partials[i] += rep->view_partials[i];
+  ps->has_view |= rep->has_view;
   if (++c->reports_in < P) return 0;
 
   c->reports_in = 0;
   c->app->objectives(c->cfg, &c->prob, c->partials, ps->objectives);
+  /* A pass that ended inside a clock (--wpc > 1) had no consistent model
+   * to score: its partials are incomplete, so it reports none. */
+  if (c->unscored)
+    for (int i = 0; i < c->app->n_objectives; i++) ps->objectives[i] = 0.0 / 0.0;
+  c->unscored = 0;
+  if (ps->has_view) c->app->objectives(c->cfg, &c->prob, c->view_partials, ps->view_objectives);
+  memset(c->view_partials, 0, sizeof c->view_partials);
   memset(c->partials, 0, sizeof c->partials);
   memcpy(r->objectives, ps->objectives, sizeof r->objectives);
   /* One line per pass; runs of many fast passes print at most one a second
@@ -131,6 +143,11 @@ static int take_report(void *ud, const pass_report *rep) {
       if (!isnan(ps->objectives[i]))
         used += (size_t)snprintf(obj + used, sizeof obj - used, "  %s %.4f",
                                c->app->objective_names[i], ps->objectives[i]);
+    /* The views' objectives where they differ from the model's. */
+    for (int i = 0; i < c->app->n_objectives && ps->has_view && used < sizeof obj; i++)
+      if (!isnan(ps->view_objectives[i]) && ps->view_objectives[i] != ps->objectives[i])
+        used += (size_t)snprintf(obj + used, sizeof obj - used, "  view_%s %.4f",
+                               c->app->objective_names[i], ps->view_objectives[i]);
     double rate = ps->time_s > 0 ? (double)c->prob.n_examples / ps->time_s / 1e6 : 0;
     strata_log(STRATA_LOG_INFO, "pass %d/%d  %.3fs  %.1f M/s  wait %.1f%%%s", rep->pass,
                c->setup.passes, ps->time_s, rate,

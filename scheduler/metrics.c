@@ -158,6 +158,12 @@ static int fill(FILE *f, void *ud) {
     strata_json_int(&j, "bytes_recv", (int64_t)ps->bytes_recv);
     for (int i = 0; i < app->n_objectives; i++)
       strata_json_number(&j, app->objective_names[i], ps->objectives[i]);
+    if (ps->has_view) {
+      strata_json_object_begin(&j, "view");
+      for (int i = 0; i < app->n_objectives; i++)
+        strata_json_number(&j, app->objective_names[i], ps->view_objectives[i]);
+      strata_json_object_end(&j);
+    }
     if (is_ps) {
       strata_worker_stats sum;
       memset(&sum, 0, sizeof sum);

@@ -76,8 +76,13 @@ typedef struct setup_header {
 typedef struct pass_report {
   int32_t pass;
   int32_t worker;
+  int32_t unscored; /* parameter-server modes: the pass ended inside a clock
+                       (--wpc > 1), so no consistent model was there to score */
+  int32_t has_view; /* view_partials are set (--score-view) */
   strata_worker_stats stats;
   double partials[STRATA_MAX_PARTIALS];
+  double view_partials[STRATA_MAX_PARTIALS]; /* partials with the evaluation
+                       and rotating/global block objectives on the worker's view */
 } pass_report;
 
 /* A zeroed report for pass index `pass` (0-based) of worker `worker`. */

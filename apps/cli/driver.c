@@ -41,6 +41,9 @@ static const strata_option engine_options[] = {
      "spin=1: busy instead of asleep"},
     {"disrupt", 0, STRATA_OPT_STRING, EOPT(disrupt), NULL, "prob=P,slot=MS", 0, 0, NULL,
      "each worker gets a CPU-burning thread for a random fraction P of MS-long slots"},
+    {"score-view", 0, STRATA_OPT_FLAG, EOPT(eng.score_view), NULL, NULL, 0, 0, NULL,
+     "bsp/absp/ssp/essp/async: also score each worker's own view of the table at its pass end "
+     "and report it per pass as view_<objective> (the objectives score the model)"},
     {"strata", 'B', STRATA_OPT_INT, EOPT(eng.strata), "0", "B", 0, 4096, NULL,
      "strata per pass (blocking B x B); 0 = one per worker"},
     {"depth", 0, STRATA_OPT_INT, EOPT(eng.depth), "8", "C", 1, 1024, NULL,
@@ -179,6 +182,11 @@ static int engine_flags(cli_opts *co, const strata_driver *drv) {
                 : !strcmp(co->prefetch, "aggressive")   ? STRATA_PREFETCH_AGGRESSIVE
                                                          : STRATA_PREFETCH_CONSERVATIVE;
   if ((rc = strata_engine_resolve(e, co->staleness != NULL, co->wpc != NULL, pf))) return rc;
+  if (e->score_view && !strata_engine_is_ps(e->mode))
+    return strata_err_set(STRATA_EUSAGE,
+                          "--score-view applies to the parameter-server modes (bsp, absp, ssp, "
+                          "essp, async), not --mode %s: there the model is what the workers see",
+                          e->mode);
   char buf[64];
   if (co->straggler) {
     const char *want = "delay=MS[,spin=0|1]";

@@ -38,6 +38,10 @@ typedef struct strata_engine_opts {
                               share, as a slow machine keeps its cores */
   double disrupt_prob;     /* each time slot, with this probability ... */
   int disrupt_slot_ms;     /* ... a thread competes for the CPU for the slot */
+  /* Parameter-server modes: besides the model, score each worker's view
+   * (its table cache as it stands at its pass end) and report it per pass
+   * as view_objectives: what the workers' reads saw. */
+  int score_view;
 } strata_engine_opts;
 
 /* Whether mode names a parameter-server back-end. */
@@ -76,7 +80,13 @@ typedef struct strata_pass_stats {
   double compute_s, wait_s; /* max over workers */
   double eval_s;
   uint64_t bytes_sent, bytes_recv; /* sum over workers */
-  double objectives[STRATA_MAX_OBJECTIVES];
+  double objectives[STRATA_MAX_OBJECTIVES]; /* of the model at the pass's end: in
+                              parameter-server modes the pure snapshot of the
+                              table at the pass's last clock (NaN when the pass
+                              ends inside a clock, --wpc > 1) */
+  int has_view;             /* score_view: view_objectives are set */
+  double view_objectives[STRATA_MAX_OBJECTIVES]; /* the workers' views, summed as
+                              the objectives are */
 } strata_pass_stats;
 
 /* Everything a run measured; filled on the coordinator (rank 0). */

@@ -67,6 +67,11 @@ typedef struct strata_table_conf {
   int prefetch_period; /* clocks per iteration of the app (>= 1; 0 = 1): at
                           clock c the prefetcher replays the reads of clock
                           c - period, the same place one iteration back */
+  int snapshots;      /* 1: shards keep a pure snapshot, so that
+                         strata_table_snapshot_request works; each shard then
+                         holds a second copy of its rows and every batch
+                         stamped after its clock (at most s + 1 clocks of
+                         batches per worker under SSP; unbounded under async) */
 } strata_table_conf;
 
 typedef struct strata_table_stats {
@@ -78,6 +83,8 @@ typedef struct strata_table_stats {
   int32_t diff_min;             /* most negative differential seen (0 if none) */
   uint64_t requests, replies, pushes; /* rows requested; rows received in replies;
                                          rows this shard pushed (ESSP) */
+  uint64_t snapshot_bytes;      /* sent for snapshots, requests and rows (not in
+                                   bytes_sent) */
 } strata_table_stats;
 
 typedef struct strata_table strata_table;
@@ -108,11 +115,40 @@ STRATA_EXPORT int strata_table_inc(strata_table *tb, uint32_t row, const float *
  * waiting (a prefetch); a no-op when the cached copy already is. */
 STRATA_EXPORT int strata_table_refresh(strata_table *tb, uint32_t row, int s);
 
+/* Copies rows [lo, hi) of this worker's cache as they are: no wait, no
+ * request, not counted as reads nor remembered by the prefetcher (an
+ * observer's look at what the worker's reads would see). STRATA_ERANGE. */
+STRATA_EXPORT int strata_table_peek_rows(const strata_table *tb, uint32_t lo, uint32_t hi,
+                                         float *out);
+
 /* Ends this worker's clock: ships the oplog and runs the prefetcher. */
 STRATA_EXPORT int strata_table_clock(strata_table *tb);
 
 /* This worker's clock (0 before the first strata_table_clock). */
 STRATA_EXPORT int strata_table_current_clock(const strata_table *tb);
+
+/*
+ * Pure snapshots (conf.snapshots = 1; the bounded-staleness paper's §3.3),
+ * taken while the run goes on. strata_table_snapshot_request asks for
+ * rows[0..n) (any order, no repeats) as they stand in snapshot t = this
+ * worker's current clock + 1: every update stamped < t by every worker, and
+ * none later, whatever each worker's own clock is when it arrives. The
+ * values are the same on every worker and independent of message timing
+ * (batches are added in stamp, then worker order). Call it before the
+ * strata_table_clock() that ends clock t - 1. Row g lands at
+ * out + g * row_len (out holds n_rows rows and stays the caller's, untouched
+ * by the table once the snapshot is complete); the rows come as soon as
+ * every worker has ended clock t - 1, while this worker goes on. Snapshot
+ * traffic counts in snapshot_bytes. STRATA_EINVAL without conf.snapshots,
+ * STRATA_ERANGE for a row beyond the table.
+ */
+STRATA_EXPORT int strata_table_snapshot_request(strata_table *tb, const uint32_t *rows, uint32_t n,
+                                                float *out);
+/* Serves, then sets *done to 1 when every row of snapshot t has landed
+ * (after which t is forgotten); with wait, serves until then, sleeping
+ * between polls (not counted in wait_s). STRATA_EINVAL when t was not
+ * asked for or was already reported done. */
+STRATA_EXPORT int strata_table_snapshot_test(strata_table *tb, int32_t t, int wait, int *done);
 
 /* Answers peers' requests and takes in replies, without blocking. */
 STRATA_EXPORT int strata_table_serve(strata_table *tb);

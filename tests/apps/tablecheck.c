@@ -23,6 +23,11 @@
  *   async never waits  (async) the stats' wait_s stays 0 across reads;
  *   everything arrives  a staleness-0 read of every row after the last
  *                    clock sees every worker's exact total;
+ *   pure snapshots   before about half of its clocks c a worker asks for
+ *                    snapshot c + 1 of a random row range; when it lands,
+ *                    each column v of each row is exactly v's adds in
+ *                    clocks <= c (nothing lost, counted twice or from a
+ *                    later clock), and rows not asked for are untouched;
  *   clean teardown   close gives back every byte the table allocated.
  * Out-of-range rows must give STRATA_ERANGE. --fault drop-inc plants an
  * error (one inc skipped but counted) that the checks must catch.
@@ -108,6 +113,14 @@ typedef struct tc {
   long violations;
   int clock;
   int dropped; /* --fault drop-inc has dropped its inc */
+  /* Snapshots asked for and not yet landed, oldest first. */
+  struct tc_snap {
+    int32_t id;
+    uint32_t lo, hi;
+    float *buf; /* R * P */
+  } snaps[64];
+  int n_snaps;
+  uint64_t snaps_checked;
 } tc;
 
 /* How many times worker v adds 1.0 to row r at clock c: 0 (5/8), 1 (2/8),
@@ -251,6 +264,58 @@ static void do_refresh(tc *k) {
   if (rc) die(k, "strata_table_refresh", rc);
 }
 
+/* Asks for the snapshot that ends this clock, of a random row range. */
+static void ask_snapshot(tc *k) {
+  if (k->n_snaps == (int)(sizeof k->snaps / sizeof *k->snaps)) return;
+  uint32_t R = (uint32_t)k->R;
+  uint32_t lo = (uint32_t)strata_rng_below(&k->rng, R);
+  uint32_t hi = lo + 1 + (uint32_t)strata_rng_below(&k->rng, R - lo);
+  struct tc_snap *sn = &k->snaps[k->n_snaps];
+  sn->buf = strata_malloc((size_t)R * (size_t)k->P * sizeof *sn->buf);
+  uint32_t *rows = strata_malloc((size_t)(hi - lo) * sizeof *rows);
+  if (!sn->buf || !rows) {
+    fprintf(stderr, PROG ": rank %d: out of memory for a snapshot\n", k->me);
+    strata_comm_abort(k->t, 1);
+  }
+  for (size_t i = 0; i < (size_t)R * (size_t)k->P; i++) sn->buf[i] = -1.0f;
+  /* Any order: descending here. */
+  for (uint32_t i = 0; i < hi - lo; i++) rows[i] = hi - 1 - i;
+  sn->id = strata_table_current_clock(k->tb) + 1;
+  sn->lo = lo;
+  sn->hi = hi;
+  int rc = strata_table_snapshot_request(k->tb, rows, hi - lo, sn->buf);
+  strata_free(rows);
+  if (rc) die(k, "strata_table_snapshot_request", rc);
+  k->n_snaps++;
+}
+
+/* Checks the snapshots that have landed (with wait: all of them). */
+static void check_snapshots(tc *k, int wait) {
+  int kept = 0;
+  for (int i = 0; i < k->n_snaps; i++) {
+    struct tc_snap *sn = &k->snaps[i];
+    int done = 0;
+    int rc = strata_table_snapshot_test(k->tb, sn->id, wait, &done);
+    if (rc) die(k, "strata_table_snapshot_test", rc);
+    if (!done) {
+      k->snaps[kept++] = *sn;
+      continue;
+    }
+    for (int r = 0; r < k->R; r++)
+      for (int v = 0; v < k->P; v++) {
+        float x = sn->buf[(size_t)r * (size_t)k->P + (size_t)v];
+        int in = (uint32_t)r >= sn->lo && (uint32_t)r < sn->hi;
+        float want = in ? (float)cum_upto(k, v, r, sn->id - 1) : -1.0f;
+        if (x != want)
+          violated(k, "pure snapshots", "snapshot %d (rows %u..%u): row %d column %d = %g, expected %g",
+                   sn->id, sn->lo, sn->hi - 1, r, v, (double)x, (double)want);
+      }
+    k->snaps_checked++;
+    strata_free(sn->buf);
+  }
+  k->n_snaps = kept;
+}
+
 /* Operations of one clock, encoded: row (inc), or a read / a refresh. */
 #define OP_READ UINT32_MAX
 #define OP_REFRESH (UINT32_MAX - 1)
@@ -287,9 +352,11 @@ static void run_clock(tc *k, uint32_t *ops) {
     if (k->own[r] != cum_upto(k, k->me, r, k->clock))
       violated(k, "checker bookkeeping", "row %d: %u adds recorded, %u expected", r, k->own[r],
                cum_upto(k, k->me, r, k->clock));
+  if (strata_rng_below(&k->rng, 2)) ask_snapshot(k);
   int rc = strata_table_clock(k->tb);
   if (rc) die(k, "strata_table_clock", rc);
   k->clock++;
+  check_snapshots(k, 0);
   if (strata_table_current_clock(k->tb) != k->clock)
     violated(k, "current clock", "strata_table_current_clock = %d, expected %d",
              strata_table_current_clock(k->tb), k->clock);
@@ -340,6 +407,9 @@ static void check_final(tc *k) {
     violated(k, "clock differential", "BSP: %" PRIu64 " of %" PRIu64 " reads not at differential 0",
              st.reads - st.hist[0], st.reads);
 
+  check_snapshots(k, 1);
+  if (!k->snaps_checked && k->C >= 8)
+    violated(k, "pure snapshots", "none asked for in %d clocks", k->C);
   int rc = strata_table_get_rows(k->tb, 0, (uint32_t)k->R, 0, k->buf);
   if (rc) die(k, "strata_table_get_rows (final)", rc);
   for (int r = 0; r < k->R; r++)
@@ -475,7 +545,8 @@ int main(int argc, char **argv) {
                             .prefetch = !strcmp(k.o.prefetch, "aggressive")     ? STRATA_PREFETCH_AGGRESSIVE
                                         : !strcmp(k.o.prefetch, "conservative") ? STRATA_PREFETCH_CONSERVATIVE
                                                                                 : STRATA_PREFETCH_NONE,
-                            .prefetch_period = k.o.period};
+                            .prefetch_period = k.o.period,
+                            .snapshots = 1};
   if ((rc = strata_table_open(&t, &conf, init, &k.tb))) die(&k, "strata_table_open", rc);
   strata_free(init);
   if (strata_table_current_clock(k.tb) != 0)
@@ -498,8 +569,9 @@ int main(int argc, char **argv) {
   if (k.violations) code = 1;
   if (k.me == 0 && !code)
     printf(PROG ": ok: rank 0 read %" PRIu64 " rows, waited %.3f s, diff_min %d, %" PRIu64
-           " rows requested, %" PRIu64 " pushed, %.2f s\n",
-           st.reads, st.wait_s, (int)st.diff_min, st.requests, st.pushes, strata_now() - t0);
+           " rows requested, %" PRIu64 " pushed, %" PRIu64 " snapshots checked, %.2f s\n",
+           st.reads, st.wait_s, (int)st.diff_min, st.requests, st.pushes, k.snaps_checked,
+           strata_now() - t0);
   strata_free(k.cum);
   strata_free(k.own);
   strata_free(k.seen);

@@ -1,8 +1,8 @@
 /*
  * Unit tests for comm/ps_parts.c, the MPI-free pieces of the parameter
  * server (comm/ps.h): the shard's vector clock, the per-clock oplog and its
- * UPDATE messages, the queue of reads waiting for the shard's clock, and the
- * length check every received message goes through.
+ * UPDATE messages, the pure snapshot, the queue of reads waiting for the
+ * shard's clock, and the length check every received message goes through.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -237,6 +237,82 @@ static void test_oplog_pack(void **state) {
   assert_true(ps_msg_vals(m)[0] == before);
   strata_free(m);
   ps_oplog_free(&o);
+}
+
+/* ---- pure snapshot --------------------------------------------------- */
+
+/* An UPDATE from worker `from` stamped `stamp` adding x to global row g
+ * (P = 2, one float per row). */
+static void *update1(int from, int32_t stamp, uint32_t g, float x, size_t *len) {
+  ps_oplog o;
+  assert_int_equal(ps_oplog_init(&o, 8, 1), 0);
+  ps_oplog_add(&o, g, &x);
+  void *m;
+  assert_int_equal(ps_oplog_pack(&o, (int)(g % 2), 2, from, stamp, &m, len), 0);
+  ps_oplog_free(&o);
+  return m;
+}
+
+static void test_snapshot_canonical_order(void **state) {
+  (void)state;
+  /* Shard 0 of P = 2: global rows 0, 2, 4, 6, one float each. Row 0 shows
+   * the order of float additions: 1e8 - 1e8 + 1 is 1, 1e8 + 1 - 1e8 is 0. */
+  const float init[4] = {1e8f, 10, 20, 30};
+  ps_snapshot sn;
+  assert_int_equal(ps_snapshot_init(&sn, 2, 4, 1, init), 0);
+  /* One batch per (worker, stamp), arriving out of order. */
+  struct {
+    int from;
+    int32_t stamp;
+    uint32_t g;
+    float x;
+  } arrive[] = {{1, 0, 0, 1.0f}, {1, 1, 2, 5.0f}, {0, 0, 0, -1e8f},
+                {1, 2, 4, 7.0f}, {0, 1, 0, 2.0f}, {0, 2, 6, 9.0f}};
+  for (size_t i = 0; i < sizeof arrive / sizeof *arrive; i++) {
+    size_t len;
+    void *m = update1(arrive[i].from, arrive[i].stamp, arrive[i].g, arrive[i].x, &len);
+    assert_int_equal(ps_snapshot_hold(&sn, m, len), 0);
+    strata_free(m);
+  }
+  assert_int_equal(sn.n_held, 6);
+  ps_snapshot_advance(&sn, 1);
+  /* Stamp 0 in worker order, whatever the arrival order. */
+  assert_true(sn.vals[0] == 1.0f);
+  assert_true(sn.vals[1] == 10 && sn.vals[2] == 20 && sn.vals[3] == 30);
+  assert_int_equal(sn.clock, 1);
+  assert_int_equal(sn.n_held, 4);
+  ps_snapshot_advance(&sn, 2);
+  assert_true(sn.vals[0] == 3.0f && sn.vals[1] == 15.0f);
+  /* Stamp 2 is held, not in. */
+  assert_true(sn.vals[2] == 20 && sn.vals[3] == 30);
+  assert_int_equal(sn.n_held, 2);
+  /* Advancing to where it already is changes nothing. */
+  ps_snapshot_advance(&sn, 2);
+  assert_int_equal(sn.n_held, 2);
+  ps_snapshot_advance(&sn, 3);
+  assert_true(sn.vals[2] == 27 && sn.vals[3] == 39);
+  assert_int_equal(sn.n_held, 0);
+  ps_snapshot_free(&sn);
+}
+
+static void test_snapshot_oom(void **state) {
+  (void)state;
+  const float init[2] = {1, 2};
+  ps_snapshot sn;
+  strata_alloc_fail_after(1);
+  assert_int_equal(ps_snapshot_init(&sn, 2, 2, 1, init), STRATA_ENOMEM);
+  strata_alloc_fail_after(0);
+  assert_int_equal(ps_snapshot_init(&sn, 2, 2, 1, init), 0);
+  size_t len;
+  void *m = update1(0, 0, 0, 1.0f, &len);
+  strata_alloc_fail_after(1);
+  assert_int_equal(ps_snapshot_hold(&sn, m, len), STRATA_ENOMEM);
+  strata_alloc_fail_after(2);
+  assert_int_equal(ps_snapshot_hold(&sn, m, len), STRATA_ENOMEM);
+  strata_alloc_fail_after(0);
+  assert_int_equal(sn.n_held, 0);
+  strata_free(m);
+  ps_snapshot_free(&sn);
 }
 
 static void test_oplog_pack_empty_shard(void **state) {
@@ -520,7 +596,8 @@ static void test_msg_check_good(void **state) {
     uint32_t type, n;
     int vals;
   } good[] = {{PS_UPDATE, 0, 1}, {PS_UPDATE, 4, 1}, {PS_READ, 0, 0}, {PS_READ, 5, 0},
-              {PS_BYE, 0, 0},    {PS_ROWS, 0, 1},   {PS_ROWS, 2, 1}, {PS_FIN, 0, 0}};
+              {PS_BYE, 0, 0},    {PS_ROWS, 0, 1},   {PS_ROWS, 2, 1}, {PS_FIN, 0, 0},
+              {PS_SNAP, 0, 0},   {PS_SNAP, 3, 0}};
   for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
     size_t len;
     void *m = make_msg(good[i].type, good[i].n, L, good[i].vals, &len);
@@ -553,7 +630,7 @@ static void test_msg_check_bad(void **state) {
   /* Types outside the protocol. */
   ((ps_hdr *)m)->type = 0;
   expect_bad(m, len, L);
-  ((ps_hdr *)m)->type = PS_FIN + 1;
+  ((ps_hdr *)m)->type = PS_SNAP + 1;
   expect_bad(m, len, L);
   ((ps_hdr *)m)->type = UINT32_MAX;
   expect_bad(m, len, L);
@@ -563,6 +640,10 @@ static void test_msg_check_bad(void **state) {
   assert_int_equal(ps_msg_check(m, ps_msg_size(2, L, 0), L, 5), 0);
   ((ps_hdr *)m)->type = PS_ROWS;
   expect_bad(m, ps_msg_size(2, L, 0), L);
+  /* Neither does a SNAP. */
+  ((ps_hdr *)m)->type = PS_SNAP;
+  expect_bad(m, len, L);
+  assert_int_equal(ps_msg_check(m, ps_msg_size(2, L, 0), L, 5), 0);
   /* A BYE or FIN claiming rows it does not carry. */
   ((ps_hdr *)m)->type = PS_BYE;
   ((ps_hdr *)m)->nrows = 1;
@@ -638,6 +719,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_oplog_coalesces, setup, teardown),
       cmocka_unit_test_setup_teardown(test_oplog_pack, setup, teardown),
       cmocka_unit_test_setup_teardown(test_oplog_pack_empty_shard, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_snapshot_canonical_order, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_snapshot_oom, setup, teardown),
       cmocka_unit_test_setup_teardown(test_oplog_clear, setup, teardown),
       cmocka_unit_test_setup_teardown(test_oplog_every_row, setup, teardown),
       cmocka_unit_test_setup_teardown(test_oplog_init_oom, setup, teardown),
