@@ -56,10 +56,11 @@ int strata_engine_resolve(strata_engine_opts *o, int s_given, int wpc_given, int
   if (o->wpc < 1 && fabs(1.0 / o->wpc - (double)lround(1.0 / o->wpc)) > 1e-6)
     return strata_err_set(STRATA_EUSAGE,
                           "--wpc below 1 must divide a pass evenly (1/2, 1/3, ...), got %g", o->wpc);
-  /* SSP as in the ESSP paper waits until the last minute (conservative);
-   * async emulation needs aggressive refreshes (LazyTables 3.3). */
-  if (!pf_given)
-    o->prefetch = !strcmp(m, "async") ? STRATA_PREFETCH_AGGRESSIVE : STRATA_PREFETCH_CONSERVATIVE;
+  /* Aggressive everywhere, as LazyTables runs it: under SSP the
+   * conservative prefetcher leaves each worker s clocks alone with its own
+   * updates, and the model the workers' sums make swings (docs/cli.md,
+   * "Prefetch", has the measurements). With s = 0 both ask for the same rows. */
+  if (!pf_given) o->prefetch = STRATA_PREFETCH_AGGRESSIVE;
   if (!strcmp(m, "async") && o->prefetch != STRATA_PREFETCH_AGGRESSIVE)
     return strata_err_set(STRATA_EUSAGE,
                           "--mode async needs --prefetch aggressive: its reads never wait, so "

@@ -34,8 +34,8 @@ static const strata_option engine_options[] = {
      "absp/ssp/essp/async: work per clock in passes, 1/K or a whole number (default 1)"},
     {"prefetch", 0, STRATA_OPT_CHOICE, EOPT(prefetch), "auto", "POLICY", 0, 0,
      "auto|none|conservative|aggressive",
-     "table prefetcher replaying last clock's reads; auto: aggressive for async, else "
-     "conservative"},
+     "table prefetcher replaying last clock's reads; auto: aggressive (fresher reads; see "
+     "docs/cli.md)"},
     {"straggler", 0, STRATA_OPT_STRING, EOPT(straggler), NULL, "delay=MS[,spin=1]", 0, 0, NULL,
      "worker i sleeps MS at clocks i, i+P, ... (a clock is a pass in scheduled mode); "
      "spin=1: busy instead of asleep"},

@@ -2,7 +2,7 @@
 # ps_metrics_fields.sh: the parameter-server fields of the metrics JSON, on
 # a small run per mode (2 workers, 4 passes):
 #  - "consistency": staleness (a whole number, or "unbounded" for async),
-#    wpc, and the prefetch policy (auto: conservative, aggressive for async);
+#    wpc, and the prefetch policy (auto: aggressive);
 #  - "clock_diff" (top level, in every pass, per worker): hist[i] counts the
 #    reads with differential -i, so it sums to reads, ends at max_staleness
 #    = -min, and gives the mean; passes and workers add up to the total;
@@ -17,11 +17,12 @@ flags=(mf --data "synth:users=600,items=300,ratings=20000,seed=7" --test-fractio
 echo "flags: ${flags[*]}"
 
 # name|mode flags|expected consistency (JSON, or "none")
-runs=('bsp|--mode bsp|{"staleness": 0, "wpc": 1, "prefetch": "conservative"}'
-      'absp|--mode absp --wpc 0.5|{"staleness": 0, "wpc": 0.5, "prefetch": "conservative"}'
-      'ssp|--mode ssp|{"staleness": 1, "wpc": 1, "prefetch": "conservative"}'
+runs=('bsp|--mode bsp|{"staleness": 0, "wpc": 1, "prefetch": "aggressive"}'
+      'absp|--mode absp --wpc 0.5|{"staleness": 0, "wpc": 0.5, "prefetch": "aggressive"}'
+      'ssp|--mode ssp|{"staleness": 1, "wpc": 1, "prefetch": "aggressive"}'
+      'ssp_conservative|--mode ssp --prefetch conservative|{"staleness": 1, "wpc": 1, "prefetch": "conservative"}'
       'ssp_wpc2|--mode ssp --staleness 2 --wpc 2 --prefetch none|{"staleness": 2, "wpc": 2, "prefetch": "none"}'
-      'essp|--mode essp|{"staleness": 1, "wpc": 1, "prefetch": "conservative"}'
+      'essp|--mode essp|{"staleness": 1, "wpc": 1, "prefetch": "aggressive"}'
       'async|--mode async|{"staleness": "unbounded", "wpc": 1, "prefetch": "aggressive"}'
       'async_third|--mode async --wpc 0.3333333333333333|{"staleness": "unbounded", "wpc": 0.333333333, "prefetch": "aggressive"}'
       'scheduled|--mode scheduled|none')

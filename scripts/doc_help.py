@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Keeps the --help blocks of the docs equal to what the program prints.
+
+A block in a markdown file is a fenced code block whose first line is
+`$ strata ... --help`; its body is replaced by that command's output (run
+with the given strata binary in place of `strata`).
+
+Usage: doc_help.py [--check] STRATA_BIN FILE.md...
+  without --check: rewrites the files in place (atomically);
+  with --check: changes nothing, prints the stale blocks and exits 1 when
+  any block differs (the test suite runs this).
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+BLOCK = re.compile(r"^```\n(\$ strata((?: [a-z-]+)*) --help)\n(.*?)^```\n", re.M | re.S)
+
+
+def render(binary, sub):
+    cmd = [binary] + sub.split() + ["--help"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    if out.returncode != 0:
+        sys.exit("doc_help: %s exited %d: %s" % (" ".join(cmd), out.returncode, out.stderr.strip()))
+    return out.stdout
+
+
+def main(argv):
+    check = argv[:1] == ["--check"]
+    if check:
+        argv = argv[1:]
+    if len(argv) < 2:
+        sys.exit(__doc__)
+    binary, files = argv[0], argv[1:]
+    stale = 0
+    for path in files:
+        text = open(path).read()
+
+        def fresh(m):
+            nonlocal stale
+            body = render(binary, m.group(2))
+            if body != m.group(3):
+                stale += 1
+                print("%s: the block of '%s' differs from the program's output" % (path, m.group(1)))
+            return "```\n%s\n%s```\n" % (m.group(1), body)
+
+        new = BLOCK.sub(fresh, text)
+        if not check and new != text:
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)))
+            with os.fdopen(fd, "w") as f:
+                f.write(new)
+            os.replace(tmp, path)
+    if check and stale:
+        print("doc_help: %d stale block(s); run scripts/doc_help.py %s %s" % (stale, binary, " ".join(files)))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
