@@ -94,7 +94,7 @@ typedef struct ps_snapshot {
   uint32_t n_local, row_len;
   float *vals;  /* n_local rows; local row l is global row me + P * l */
   int32_t clock;
-  void **held;  /* UPDATE messages stamped >= clock, as received */
+  void **held;  /* UPDATE messages stamped >= clock, as received (owned) */
   int n_held, cap_held;
 } ps_snapshot;
 
@@ -103,9 +103,10 @@ typedef struct ps_snapshot {
 int ps_snapshot_init(ps_snapshot *s, int P, uint32_t n_local, uint32_t row_len,
                      const float *vals);
 void ps_snapshot_free(ps_snapshot *s);
-/* Keeps a copy of an UPDATE whose stamp is >= s->clock and whose rows are
- * on this shard (checked by the caller). STRATA_ENOMEM. */
-int ps_snapshot_hold(ps_snapshot *s, const void *update, size_t len);
+/* Takes an UPDATE (strata_malloc'd) whose stamp is >= s->clock and whose
+ * rows are on this shard (checked by the caller); the snapshot frees it.
+ * STRATA_ENOMEM, and the caller keeps it. */
+int ps_snapshot_hold(ps_snapshot *s, void *update);
 /* Moves the snapshot to `clock` (every worker has sent its batches stamped
  * < clock): adds the held batches stamped < clock and drops them. */
 void ps_snapshot_advance(ps_snapshot *s, int32_t clock);

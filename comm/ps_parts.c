@@ -70,7 +70,7 @@ void ps_snapshot_free(ps_snapshot *s) {
   memset(s, 0, sizeof *s);
 }
 
-int ps_snapshot_hold(ps_snapshot *s, const void *update, size_t len) {
+int ps_snapshot_hold(ps_snapshot *s, void *update) {
   if (s->n_held == s->cap_held) {
     int cap = s->cap_held ? 2 * s->cap_held : 8;
     void **v = strata_realloc(s->held, (size_t)cap * sizeof *v);
@@ -78,10 +78,7 @@ int ps_snapshot_hold(ps_snapshot *s, const void *update, size_t len) {
     s->held = v;
     s->cap_held = cap;
   }
-  void *copy = strata_malloc(len);
-  if (!copy) return strata_err_set(STRATA_ENOMEM, "table: out of memory holding a batch");
-  memcpy(copy, update, len);
-  s->held[s->n_held++] = copy;
+  s->held[s->n_held++] = update;
   return 0;
 }
 

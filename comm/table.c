@@ -230,7 +230,9 @@ static int bad_row(strata_table *tb, uint32_t g, int src) {
                                  src, g, tb->me, tb->c.n_rows));
 }
 
-static int on_server_msg(strata_table *tb, void *m, int src) {
+/* May keep the message: then sets *pm to NULL. */
+static int on_server_msg(strata_table *tb, void **pm, int src) {
+  void *m = *pm;
   ps_hdr *h = m;
   uint32_t *rows = ps_msg_rows(m);
   int w = h->from, rc = 0;
@@ -254,8 +256,10 @@ static int on_server_msg(strata_table *tb, void *m, int src) {
       }
       int advanced;
       if ((rc = ps_vclock_tick(&tb->vc, w, h->clock, &advanced))) return fail(tb, rc);
-      if (tb->c.snapshots && (rc = ps_snapshot_hold(&tb->snap, m, ps_msg_size(h->nrows, tb->L, 1))))
-        return fail(tb, rc);
+      if (tb->c.snapshots) {
+        if ((rc = ps_snapshot_hold(&tb->snap, m))) return fail(tb, rc);
+        *pm = NULL;
+      }
       /* The acknowledgement lets the client drop its copy of the batch. */
       if ((rc = send_rows(tb, w, NULL, 0, 0))) return rc;
       if (advanced) {
@@ -407,7 +411,7 @@ static int serve(strata_table *tb, int *progressed) {
       *progressed = 1;
       tb->st.bytes_recv += len;
       rc = ps_msg_check(buf, len, tb->L, src);
-      if (!rc) rc = side == 0 ? on_server_msg(tb, buf, src) : on_client_msg(tb, buf, src);
+      if (!rc) rc = side == 0 ? on_server_msg(tb, &buf, src) : on_client_msg(tb, buf, src);
       strata_free(buf);
       if (rc) return fail(tb, rc);
     }
