@@ -515,9 +515,11 @@ static int select_patterns(const char *list, pattern *pats, int n_pats) {
     int hit = 0;
     for (int i = 0; i < n_pats; i++)
       if (strlen(pats[i].name) == len && !strncmp(pats[i].name, s, len)) hit = pats[i].on = 1;
-    if (!hit)
-      return strata_err_set(STRATA_EUSAGE, "--patterns: unknown pattern '%.*s' (pingpong, ring, rr)",
-                            (int)len, s);
+    if (!hit) {
+      char q[STRATA_QUOTE_SIZE];
+      return strata_err_set(STRATA_EUSAGE, "--patterns: unknown pattern '%s' (pingpong, ring, rr)",
+                            strata_quote(q, sizeof q, s, len));
+    }
     any = 1;
     s += len;
     if (*s) s++;

@@ -189,3 +189,35 @@ int strata_check_writable(const char *path) {
   unlink(probe);
   return 0;
 }
+
+/* Bytes that may appear as they are inside '...' in a message. */
+static int quote_plain(unsigned char c) { return c >= 0x20 && c < 0x7f && c != '\\' && c != '\''; }
+
+const char *strata_quote(char *dst, size_t dstsz, const char *src, size_t len) {
+  static const char hex[] = "0123456789abcdef";
+  if (dstsz == 0) return dst;
+  size_t show = len < STRATA_QUOTE_MAX ? len : STRATA_QUOTE_MAX;
+  size_t need = len > show ? 3 : 0;
+  for (size_t i = 0; i < show; i++) need += quote_plain((unsigned char)src[i]) ? 1 : 4;
+  /* When the whole does not fit, the bytes shown give way to the "...". */
+  int cut = len > show || need >= dstsz;
+  size_t budget = need < dstsz ? need : dstsz - 1;
+  size_t room = !cut ? budget : budget >= 3 ? budget - 3 : 0;
+  size_t o = 0;
+  for (size_t i = 0; i < show; i++) {
+    unsigned char c = (unsigned char)src[i];
+    if (quote_plain(c)) {
+      if (o + 1 > room) break;
+      dst[o++] = (char)c;
+    } else {
+      if (o + 4 > room) break;
+      dst[o++] = '\\';
+      dst[o++] = 'x';
+      dst[o++] = hex[c >> 4];
+      dst[o++] = hex[c & 15];
+    }
+  }
+  for (int d = 0; cut && d < 3 && o < budget; d++) dst[o++] = '.';
+  dst[o] = '\0';
+  return dst;
+}

@@ -5,6 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "strata/core.h"
+
+/* Command-line text as messages quote it (see strata_quote). */
+static const char *quoted(char q[STRATA_QUOTE_SIZE], const char *text) {
+  return strata_quote(q, STRATA_QUOTE_SIZE, text, strlen(text));
+}
+
 static void *field(const strata_optgroup *g, const strata_option *o) {
   return (char *)g->base + o->offset;
 }
@@ -27,6 +34,7 @@ static int store(const strata_optgroup *g, const strata_option *o, const char *t
   void *dst = field(g, o);
   char *end = NULL;
   double num = 0;
+  char q[STRATA_QUOTE_SIZE];
   switch (o->type) {
     case STRATA_OPT_FLAG:
       *(int *)dst = 1;
@@ -36,8 +44,8 @@ static int store(const strata_optgroup *g, const strata_option *o, const char *t
       return 0;
     case STRATA_OPT_CHOICE:
       if (!choice_ok(o->choices, text))
-        return strata_err_set(STRATA_EUSAGE, "--%s: '%s' is not one of %s", o->name, text,
-                              o->choices);
+        return strata_err_set(STRATA_EUSAGE, "--%s: '%s' is not one of %s", o->name,
+                              quoted(q, text), o->choices);
       *(const char **)dst = text;
       return 0;
     case STRATA_OPT_U64: {
@@ -48,11 +56,11 @@ static int store(const strata_optgroup *g, const strata_option *o, const char *t
       unsigned long long v = strtoull(text, &end, 10);
       if (*p == '-' || *p == '+' || errno || end == text || *end)
         return strata_err_set(STRATA_EUSAGE, "--%s: '%s' is not a non-negative integer", o->name,
-                              text);
+                              quoted(q, text));
       num = (double)v;
       if (o->min < o->max && (num < o->min || num > o->max))
         return strata_err_set(STRATA_EUSAGE, "--%s: must be in [%g, %g] (got %s)", o->name,
-                              o->min, o->max, text);
+                              o->min, o->max, quoted(q, text));
       *(uint64_t *)dst = (uint64_t)v;
       return 0;
     }
@@ -60,13 +68,15 @@ static int store(const strata_optgroup *g, const strata_option *o, const char *t
       errno = 0;
       long long v = strtoll(text, &end, 10);
       if (errno || end == text || *end)
-        return strata_err_set(STRATA_EUSAGE, "--%s: '%s' is not an integer", o->name, text);
+        return strata_err_set(STRATA_EUSAGE, "--%s: '%s' is not an integer", o->name,
+                              quoted(q, text));
       if (v < -2147483647LL || v > 2147483647LL)
-        return strata_err_set(STRATA_EUSAGE, "--%s: %s is out of range", o->name, text);
+        return strata_err_set(STRATA_EUSAGE, "--%s: %s is out of range", o->name,
+                              quoted(q, text));
       num = (double)v;
       if (o->min < o->max && (num < o->min || num > o->max))
         return strata_err_set(STRATA_EUSAGE, "--%s: must be in [%g, %g] (got %s)", o->name,
-                              o->min, o->max, text);
+                              o->min, o->max, quoted(q, text));
       *(int *)dst = (int)v;
       return 0;
     }
@@ -74,10 +84,11 @@ static int store(const strata_optgroup *g, const strata_option *o, const char *t
       errno = 0;
       num = strtod(text, &end);
       if (errno || end == text || *end || !isfinite(num))
-        return strata_err_set(STRATA_EUSAGE, "--%s: '%s' is not a finite number", o->name, text);
+        return strata_err_set(STRATA_EUSAGE, "--%s: '%s' is not a finite number", o->name,
+                              quoted(q, text));
       if (o->min < o->max && (num < o->min || num > o->max))
         return strata_err_set(STRATA_EUSAGE, "--%s: must be in [%g, %g] (got %s)", o->name,
-                              o->min, o->max, text);
+                              o->min, o->max, quoted(q, text));
       *(double *)dst = num;
       return 0;
   }
@@ -133,6 +144,7 @@ int strata_options_parse(const strata_optgroup *groups, int n_groups, int argc, 
   *help = 0;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
+    char q[STRATA_QUOTE_SIZE];
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       *help = 1;
       return 0;
@@ -145,13 +157,14 @@ int strata_options_parse(const strata_optgroup *groups, int n_groups, int argc, 
       const char *eq = strchr(name, '=');
       size_t len = eq ? (size_t)(eq - name) : strlen(name);
       if (!find(groups, n_groups, name, len, 0, &g, &o))
-        return strata_err_set(STRATA_EUSAGE, "unknown flag '--%.*s' (see --help)", (int)len, name);
+        return strata_err_set(STRATA_EUSAGE, "unknown flag '--%s' (see --help)",
+                              strata_quote(q, sizeof q, name, len));
       if (eq) value = eq + 1;
     } else if (a[0] == '-' && a[1] && !a[2]) {
       if (!find(groups, n_groups, NULL, 0, a[1], &g, &o))
-        return strata_err_set(STRATA_EUSAGE, "unknown flag '%s' (see --help)", a);
+        return strata_err_set(STRATA_EUSAGE, "unknown flag '%s' (see --help)", quoted(q, a));
     } else {
-      return strata_err_set(STRATA_EUSAGE, "unexpected argument '%s' (see --help)", a);
+      return strata_err_set(STRATA_EUSAGE, "unexpected argument '%s' (see --help)", quoted(q, a));
     }
     if (o->type == STRATA_OPT_FLAG) {
       if (value) return strata_err_set(STRATA_EUSAGE, "--%s takes no value", o->name);

@@ -109,7 +109,9 @@ void strata_driver_summary(const strata_run_result *r, const strata_engine_opts 
 static int exit_code(int rc) { return rc == 0 ? 0 : rc == STRATA_EUSAGE ? 2 : 1; }
 
 static int bad_value(const char *flag, const char *v, const char *want) {
-  return strata_err_set(STRATA_EUSAGE, "--%s: expected %s, got '%s'", flag, want, v);
+  char q[STRATA_QUOTE_SIZE];
+  return strata_err_set(STRATA_EUSAGE, "--%s: expected %s, got '%s'", flag, want,
+                        strata_quote(q, sizeof q, v, strlen(v)));
 }
 
 static int parse_long(const char *flag, const char *v, long lo, long hi, long *out) {

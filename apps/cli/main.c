@@ -11,6 +11,7 @@
 
 #include "apps/cli/driver.h"
 #include "apps/lda/lda_app.h"
+#include "strata/core.h"
 #include "strata/mf.h"
 #include "strata_build_info.h"
 
@@ -64,6 +65,8 @@ int main(int argc, char **argv) {
                                               "and the model into this directory"};
       return strata_driver_main(apps[i], &d, argc - 2, argv + 2, argc, argv);
     }
-  fprintf(stderr, "strata: unknown command '%s' (see strata --help)\n", argv[1]);
+  char q[STRATA_QUOTE_SIZE];
+  fprintf(stderr, "strata: unknown command '%s' (see strata --help)\n",
+          strata_quote(q, sizeof q, argv[1], strlen(argv[1])));
   return 2;
 }

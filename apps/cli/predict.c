@@ -3,6 +3,7 @@
  * lists each user's top-N items, leaving out the items a ratings file shows
  * the user has rated. Ids are the original ids of the training data.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,9 +115,19 @@ static int prepare(job *j) {
     const char *p = o->users;
     while (*p) {
       char *end;
+      char q[STRATA_QUOTE_SIZE];
+      errno = 0;
       long long id = strtoll(p, &end, 10);
       if (end == p || (*end && *end != ','))
-        return strata_err_set(STRATA_EUSAGE, "--users: '%s' is not a list of ids", o->users);
+        return strata_err_set(STRATA_EUSAGE, "--users: '%s' is not a list of ids",
+                              strata_quote(q, sizeof q, o->users, strlen(o->users)));
+      /* strtoll clamps to the int64 range: the clamped id would then be
+       * reported as absent from the model, which hides the real reason. */
+      if (errno == ERANGE)
+        return strata_err_set(STRATA_EUSAGE,
+                              "--users: id '%s' is out of range: ids are signed 64-bit, "
+                              "-2^63 .. 2^63 - 1",
+                              strata_quote(q, sizeof q, p, (size_t)(end - p)));
       uint32_t u = strata_idmap_find(j->umap, id);
       if (u == STRATA_ID_UNSEEN)
         return strata_err_set(STRATA_EUSAGE, "--users: user %lld is not in the model", id);

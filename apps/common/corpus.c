@@ -35,25 +35,18 @@ static int is_blank_line(const char *s, size_t n) {
 }
 
 
-/* Shown text of a field in messages, cut so one bad line cannot flood them. */
-#define FIELD_SHOW 40
-
-static int shown(const char *p, const char *e) {
-  int n = (int)(e - p);
-  return n > FIELD_SHOW ? FIELD_SHOW : n;
-}
-
 /* Every content error is STRATA_EPARSE, as corpus.h promises. */
 static int scan_int(const strata__lines *rd, const char *what, const char *p, const char *e,
                     int64_t *out) {
   int why = strata__scan_i64(p, e, out);
+  if (why == STRATA__NUM_OK) return 0;
+  char q[STRATA_QUOTE_SIZE];
+  strata_quote(q, sizeof q, p, (size_t)(e - p));
   if (why == STRATA__NUM_OVERFLOW)
-    return strata_err_set(STRATA_EPARSE, "%s:%zu: %s '%.*s' does not fit in 64 bits", rd->path,
-                          rd->lineno, what, shown(p, e), p);
-  if (why != STRATA__NUM_OK)
-    return strata_err_set(STRATA_EPARSE, "%s:%zu: %s '%.*s' is not an integer", rd->path,
-                          rd->lineno, what, shown(p, e), p);
-  return 0;
+    return strata_err_set(STRATA_EPARSE, "%s:%zu: %s '%s' %s", rd->path, rd->lineno, what, q,
+                          strata__overflow_why(p, e));
+  return strata_err_set(STRATA_EPARSE, "%s:%zu: %s '%s' is not an integer", rd->path, rd->lineno,
+                        what, q);
 }
 
 /* ---- growable arrays ------------------------------------------------- */
@@ -85,8 +78,9 @@ int strata_corpus_format_parse(const char *name, strata_corpus_format *out) {
       return 0;
     }
   }
+  char q[STRATA_QUOTE_SIZE];
   return strata_err_set(STRATA_EUSAGE, "unknown corpus format '%s' (expected auto, uci or ldac)",
-                        name);
+                        strata_quote(q, sizeof q, name, strlen(name)));
 }
 
 void strata_corpus_close(strata_corpus *c) {
@@ -325,8 +319,10 @@ static int read_ldac(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
       seen++;
       const char *colon = memchr(fp, ':', (size_t)(fe - fp));
       if (!colon) {
-        rc = strata_err_set(STRATA_EPARSE, "%s:%zu: pair %lld '%.*s' is not id:count", rd->path,
-                            rd->lineno, (long long)seen, shown(fp, fe), fp);
+        char q[STRATA_QUOTE_SIZE];
+        rc = strata_err_set(STRATA_EPARSE, "%s:%zu: pair %lld '%s' is not id:count", rd->path,
+                            rd->lineno, (long long)seen,
+                            strata_quote(q, sizeof q, fp, (size_t)(fe - fp)));
         goto fail;
       }
       int64_t id, k;
@@ -437,6 +433,20 @@ int strata_vocab_read(const char *path, strata_vocab *v) {
       rc = strata_err_set(STRATA_EPARSE, "%s:%zu: empty line (line i names word id i-1)", path,
                           rd.lineno);
       goto fail;
+    }
+    /* A word is printed as it is into topics.txt, one line per topic with
+     * words between blanks: a control character (a tab, an escape sequence)
+     * would garble that line or the terminal showing it. */
+    for (size_t i = 0; i < len; i++) {
+      unsigned char ch = (unsigned char)line[i];
+      if (ch < 0x20 || ch == 0x7f) {
+        char q[STRATA_QUOTE_SIZE];
+        rc = strata_err_set(STRATA_EPARSE,
+                            "%s:%zu: word '%s' holds a control character (byte 0x%02x at column "
+                            "%zu)",
+                            path, rd.lineno, strata_quote(q, sizeof q, line, len), ch, i + 1);
+        goto fail;
+      }
     }
     if (v->n == UINT32_MAX - 1) {
       rc = strata_err_set(STRATA_EPARSE, "%s:%zu: more than %u words", path, rd.lineno,

@@ -1,8 +1,9 @@
 /*
- * A line reader for the data readers (ratings.c, corpus.c), internal to
- * apps/common. Files are read through zlib, which passes plain files through
- * unchanged, so every reader takes gzip-compressed input too, whatever the
- * file's name says. Lines may be of any length; CR LF endings lose the CR.
+ * A line reader for the data readers (ratings.c, corpus.c) and the MF model
+ * loader (apps/mf/model.c), internal to the apps. Files are read through
+ * zlib, which passes plain files through unchanged, so every reader takes
+ * gzip-compressed input too, whatever the file's name says. Lines may be of
+ * any length; CR LF endings lose the CR.
  */
 #ifndef STRATA_APPS_COMMON_LINES_H
 #define STRATA_APPS_COMMON_LINES_H
@@ -34,7 +35,9 @@ enum { STRATA__NUM_OK = 0, STRATA__NUM_BAD = 1, STRATA__NUM_OVERFLOW = 2 };
 
 /* The whole of [p, e) must be one decimal integer (an optional sign, then
  * digits); no NUL terminator needed, so fields parse in place inside the
- * read buffer. STRATA__NUM_BAD or STRATA__NUM_OVERFLOW (beyond int64). */
+ * read buffer. STRATA__NUM_BAD or STRATA__NUM_OVERFLOW (beyond int64: ids
+ * and counts are int64_t everywhere, so 2^63 and above are refused, 2^64 - 1
+ * included). */
 static inline int strata__scan_i64(const char *p, const char *e, int64_t *out) {
   int neg = 0;
   if (p < e && (*p == '+' || *p == '-')) neg = *p++ == '-';
@@ -50,6 +53,14 @@ static inline int strata__scan_i64(const char *p, const char *e, int64_t *out) {
   if (overflow || v > (uint64_t)INT64_MAX + (uint64_t)neg) return STRATA__NUM_OVERFLOW;
   *out = neg ? (int64_t)(0 - v) : (int64_t)v;
   return STRATA__NUM_OK;
+}
+
+/* The reason, for a message, why strata__scan_i64 found [p, e) out of
+ * range: "is above the largest supported, ..." or, with a minus sign, "is
+ * below the smallest supported, ...", stating the limit. */
+static inline const char *strata__overflow_why(const char *p, const char *e) {
+  return p < e && *p == '-' ? "is below the smallest supported, -9223372036854775808 (-2^63)"
+                            : "is above the largest supported, 9223372036854775807 (2^63 - 1)";
 }
 
 #endif

@@ -142,9 +142,10 @@ int strata_format_parse(const char *name, strata_format *out) {
       return 0;
     }
   }
+  char q[STRATA_QUOTE_SIZE];
   return strata_err_set(STRATA_EUSAGE,
                         "unknown rating format '%s' (expected auto, tsv, dat, csv, libmf or mm)",
-                        name);
+                        strata_quote(q, sizeof q, name, strlen(name)));
 }
 
 const char *strata_format_name(strata_format f) {
@@ -350,16 +351,13 @@ typedef struct {
   int nb;
 } read_ctx;
 
-/* Shown text of a field in messages, cut so one bad line cannot flood them. */
-#define FIELD_SHOW 40
-
 static int bad_id(const read_ctx *c, size_t line, const char *what, field f, int why) {
-  int len = (int)(f.e - f.p);
+  char q[STRATA_QUOTE_SIZE];
+  strata_quote(q, sizeof q, f.p, (size_t)(f.e - f.p));
   if (why == STRATA__NUM_OVERFLOW)
-    return strata_err_set(STRATA_ERANGE, "%s:%zu: %s '%.*s' does not fit in 64 bits", c->path, line,
-                          what, len > FIELD_SHOW ? FIELD_SHOW : len, f.p);
-  return strata_err_set(STRATA_EPARSE, "%s:%zu: %s '%.*s' is not an integer", c->path, line, what,
-                        len > FIELD_SHOW ? FIELD_SHOW : len, f.p);
+    return strata_err_set(STRATA_ERANGE, "%s:%zu: %s '%s' %s", c->path, line, what, q,
+                          strata__overflow_why(f.p, f.e));
+  return strata_err_set(STRATA_EPARSE, "%s:%zu: %s '%s' is not an integer", c->path, line, what, q);
 }
 
 static int scan_id(const read_ctx *c, size_t line, const char *what, field f, int64_t *id) {
@@ -373,14 +371,14 @@ static int scan_id(const read_ctx *c, size_t line, const char *what, field f, in
 
 static int scan_value(const read_ctx *c, size_t line, const char *what, field f, float *value) {
   double v;
-  int len = (int)(f.e - f.p);
+  char q[STRATA_QUOTE_SIZE];
   if (scan_f64(f.p, f.e, &v) != STRATA__NUM_OK)
-    return strata_err_set(STRATA_EPARSE, "%s:%zu: %s '%.*s' is not a number", c->path, line, what,
-                          len > FIELD_SHOW ? FIELD_SHOW : len, f.p);
+    return strata_err_set(STRATA_EPARSE, "%s:%zu: %s '%s' is not a number", c->path, line, what,
+                          strata_quote(q, sizeof q, f.p, (size_t)(f.e - f.p)));
   /* Finite as a double can still overflow the stored float. */
   if (!isfinite((float)v))
-    return strata_err_set(STRATA_ERANGE, "%s:%zu: %s '%.*s' is not a finite float", c->path, line,
-                          what, len > FIELD_SHOW ? FIELD_SHOW : len, f.p);
+    return strata_err_set(STRATA_ERANGE, "%s:%zu: %s '%s' is not a finite float", c->path, line,
+                          what, strata_quote(q, sizeof q, f.p, (size_t)(f.e - f.p)));
   *value = (float)v;
   return 0;
 }
@@ -458,25 +456,31 @@ static int triple_line(read_ctx *c, size_t line, const field *f, int nf) {
 
 static int mm_header(read_ctx *c, size_t line, const char *s, size_t n) {
   static const char want[][12] = {"matrix", "coordinate", "", "general"};
+  static const char need[] = "(need '%%MatrixMarket matrix coordinate real|integer general')";
   field f[MAX_FIELDS];
   int nf = split_ws(s + strlen("%%MatrixMarket"), s + n, f);
-  int ok = nf == 4;
-  for (int k = 0; ok && k < 4; k++) {
+  /* The first word that differs is named, so the message shows what the
+   * file is (pattern, array, symmetric) however long its header line. */
+  for (int k = 0; k < 4 && k < nf; k++) {
     size_t len = (size_t)(f[k].e - f[k].p);
+    int ok;
     if (k == 2) {
       ok = (len == 4 && strncasecmp(f[k].p, "real", 4) == 0) ||
            (len == 7 && strncasecmp(f[k].p, "integer", 7) == 0);
     } else {
       ok = len == strlen(want[k]) && strncasecmp(f[k].p, want[k], len) == 0;
     }
+    if (!ok) {
+      char q[STRATA_QUOTE_SIZE];
+      return strata_err_set(STRATA_EPARSE, "%s:%zu: unsupported Matrix Market header: '%s' %s",
+                            c->path, line, strata_quote(q, sizeof q, f[k].p, len), need);
+    }
   }
-  if (!ok) {
-    int len = (int)n;
+  if (nf != 4)
     return strata_err_set(STRATA_EPARSE,
-                          "%s:%zu: unsupported Matrix Market header '%.*s' (need 'matrix "
-                          "coordinate real|integer general')",
-                          c->path, line, len > 80 ? 80 : len, s);
-  }
+                          "%s:%zu: unsupported Matrix Market header: %d words after "
+                          "%%%%MatrixMarket %s",
+                          c->path, line, nf, need);
   c->mm_state = 1;
   return 0;
 }

@@ -88,13 +88,25 @@ static void key_list(const strata__spec_key *keys, size_t n, char *buf, size_t c
                              k == 0 ? "" : k + 1 == n ? " or " : ", ", keys[k].name);
 }
 
+/* The spec is quoted up to the empty field at s, so that the message
+ * points at it however long the spec. */
+static int empty_field(const char *text, const char *s) {
+  char q[STRATA_QUOTE_SIZE];
+  size_t at = (size_t)(s - text);
+  size_t from = at > STRATA_QUOTE_MAX ? at - STRATA_QUOTE_MAX : 0;
+  return strata_err_set(STRATA_EUSAGE, "--data synth: empty field after '%s%s'",
+                        from ? "..." : "", strata_quote(q, sizeof q, text + from, at - from));
+}
+
 int strata__spec_parse(const char *text, const strata__spec_key *keys, size_t n, void *spec,
                        size_t size) {
   static const char prefix[] = "synth";
+  char q[STRATA_QUOTE_SIZE];
   if (strncmp(text, prefix, sizeof prefix - 1) != 0 ||
       (text[sizeof prefix - 1] != '\0' && text[sizeof prefix - 1] != ':'))
     return strata_err_set(STRATA_EUSAGE,
-                          "--data %s: not a synthetic spec (expected synth:key=value,...)", text);
+                          "--data '%s': not a synthetic spec (expected synth:key=value,...)",
+                          strata_quote(q, sizeof q, text, strlen(text)));
   /* Parse into a copy so a bad spec leaves the caller's values untouched. */
   void *out = strata_malloc(size);
   if (!out) return strata_err_set(STRATA_ENOMEM, "--data synth: out of memory");
@@ -106,13 +118,14 @@ int strata__spec_parse(const char *text, const strata__spec_key *keys, size_t n,
     const char *end = strchr(s, ',');
     if (!end) end = s + strlen(s);
     const char *eq = memchr(s, '=', (size_t)(end - s));
-    int len = (int)(end - s);
+    size_t len = (size_t)(end - s);
     if (len == 0) {
-      rc = strata_err_set(STRATA_EUSAGE, "--data synth: empty field in '%s'", text);
+      rc = empty_field(text, s);
       break;
     }
     if (!eq) {
-      rc = strata_err_set(STRATA_EUSAGE, "--data synth: expected key=value, got '%.*s'", len, s);
+      rc = strata_err_set(STRATA_EUSAGE, "--data synth: expected key=value, got '%s'",
+                          strata_quote(q, sizeof q, s, len));
       break;
     }
     size_t klen = (size_t)(eq - s), k = 0;
@@ -120,14 +133,15 @@ int strata__spec_parse(const char *text, const strata__spec_key *keys, size_t n,
     if (k == n) {
       char list[256];
       key_list(keys, n, list, sizeof list);
-      rc = strata_err_set(STRATA_EUSAGE, "--data synth: unknown key '%.*s' (expected %s)",
-                          (int)klen, s, list);
+      rc = strata_err_set(STRATA_EUSAGE, "--data synth: unknown key '%s' (expected %s)",
+                          strata_quote(q, sizeof q, s, klen), list);
     } else if (set_value(out, &keys[k], eq + 1, end) != 0) {
-      rc = strata_err_set(STRATA_EUSAGE, "--data synth: bad value '%.*s' for '%s' (need %s)",
-                          (int)(end - eq - 1), eq + 1, keys[k].name, rule(keys[k].kind));
+      rc = strata_err_set(STRATA_EUSAGE, "--data synth: bad value '%s' for '%s' (need %s)",
+                          strata_quote(q, sizeof q, eq + 1, (size_t)(end - eq - 1)), keys[k].name,
+                          rule(keys[k].kind));
     } else {
       s = *end ? end + 1 : end;
-      if (*end && !*s) rc = strata_err_set(STRATA_EUSAGE, "--data synth: empty field in '%s'", text);
+      if (*end && !*s) rc = empty_field(text, s);
     }
   }
   if (!rc) memcpy(spec, out, size);

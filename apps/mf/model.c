@@ -8,10 +8,13 @@
 #include <cblas.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "apps/common/lines.h"
 #include "strata/core.h"
 #include "strata/json.h"
 #include "strata/mf.h"
@@ -82,9 +85,17 @@ void strata_mf_model_close(strata_mf_model *m) {
   memset(m, 0, sizeof *m);
 }
 
+/* "DIR/NAME" into path; STRATA_EINVAL when it does not fit. */
+static int model_path(char *path, size_t cap, const char *dir, const char *name) {
+  if (snprintf(path, cap, "%s/%s", dir, name) >= (int)cap)
+    return strata_err_set(STRATA_EINVAL, "%s: path too long", dir);
+  return 0;
+}
+
 static int read_blob(const char *dir, const char *name, void *dst, size_t n) {
   char path[4096];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
+  int rc = model_path(path, sizeof path, dir, name);
+  if (rc) return rc;
   FILE *f = fopen(path, "rb");
   if (!f) return strata_err_set(STRATA_ENOENT, "%s: cannot open: %s", path, strerror(errno));
   size_t got = fread(dst, 1, n, f);
@@ -95,21 +106,67 @@ static int read_blob(const char *dir, const char *name, void *dst, size_t n) {
   return 0;
 }
 
-static int read_ids(const char *dir, const char *name, int64_t *dst, uint32_t n) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  FILE *f = fopen(path, "r");
-  if (!f) return strata_err_set(STRATA_ENOENT, "%s: cannot open: %s", path, strerror(errno));
-  for (uint32_t i = 0; i < n; i++)
-    if (fscanf(f, "%" SCNd64, &dst[i]) != 1) {
-      fclose(f);
-      return strata_err_set(STRATA_EPARSE, "%s:%u: expected an id", path, i + 1);
+/* A model with one NaN or infinity scores every pair it touches as NaN, so
+ * it is refused at load, naming the value's place: rows and columns count
+ * from 1 like lines, and row r is the r-th id of users.txt or items.txt. */
+static int check_finite(const char *dir, const char *name, const float *v, uint32_t rows,
+                        size_t cols, const char *side, const int64_t *id_of) {
+  for (uint32_t r = 0; r < rows; r++)
+    for (size_t c = 0; c < cols; c++) {
+      float x = v[(size_t)r * cols + c];
+      if (isfinite(x)) continue;
+      if (cols > 1)
+        return strata_err_set(STRATA_ERANGE,
+                              "%s/%s: row %u (%s %lld), column %zu: non-finite value %g", dir,
+                              name, r + 1, side, (long long)id_of[r], c + 1, (double)x);
+      return strata_err_set(STRATA_ERANGE, "%s/%s: row %u (%s %lld): non-finite value %g", dir,
+                            name, r + 1, side, (long long)id_of[r], (double)x);
     }
-  fclose(f);
   return 0;
 }
 
-/* meta.json is our own output; a key scan is enough to read it back. */
+/* One id per line, as fill_ids writes them; blanks around an id and blank
+ * lines are tolerated. */
+static int read_ids(const char *dir, const char *name, int64_t *dst, uint32_t n) {
+  char path[4096];
+  int rc = model_path(path, sizeof path, dir, name);
+  if (rc) return rc;
+  strata__lines rd;
+  if ((rc = strata__lines_open(&rd, path))) return rc;
+  uint32_t got = 0;
+  const char *line;
+  size_t len;
+  while ((rc = strata__lines_next(&rd, &line, &len)) > 0) {
+    const char *p = line, *e = line + len;
+    while (p < e && (*p == ' ' || *p == '\t')) p++;
+    while (e > p && (e[-1] == ' ' || e[-1] == '\t')) e--;
+    if (p == e) continue;
+    if (got == n) {
+      rc = strata_err_set(STRATA_EPARSE, "%s:%zu: more ids than the %u of meta.json", path,
+                          rd.lineno, n);
+      break;
+    }
+    int why = strata__scan_i64(p, e, &dst[got]);
+    if (why != STRATA__NUM_OK) {
+      char q[STRATA_QUOTE_SIZE];
+      strata_quote(q, sizeof q, p, (size_t)(e - p));
+      rc = why == STRATA__NUM_OVERFLOW
+               ? strata_err_set(STRATA_EPARSE, "%s:%zu: id '%s' %s", path, rd.lineno, q,
+                                strata__overflow_why(p, e))
+               : strata_err_set(STRATA_EPARSE, "%s:%zu: id '%s' is not an integer", path,
+                                rd.lineno, q);
+      break;
+    }
+    got++;
+  }
+  if (rc == 0 && got != n)
+    rc = strata_err_set(STRATA_EPARSE, "%s: %u ids, meta.json declares %u", path, got, n);
+  strata__lines_close(&rd);
+  return rc;
+}
+
+/* meta.json is our own output; a key scan is enough to read it back. A
+ * non-finite number is written as null, read here as NaN. */
 static int meta_number(const char *text, const char *key, double *out) {
   char pat[64];
   snprintf(pat, sizeof pat, "\"%s\":", key);
@@ -119,6 +176,7 @@ static int meta_number(const char *text, const char *key, double *out) {
   while (*p == ' ') p++;
   if (strncmp(p, "true", 4) == 0) *out = 1;
   else if (strncmp(p, "false", 5) == 0) *out = 0;
+  else if (strncmp(p, "null", 4) == 0) *out = NAN;
   else {
     char *end;
     *out = strtod(p, &end);
@@ -127,10 +185,14 @@ static int meta_number(const char *text, const char *key, double *out) {
   return 0;
 }
 
+/* An integer in [lo, hi]; false for NaN. */
+static int whole_in(double x, double lo, double hi) { return x >= lo && x <= hi && x == floor(x); }
+
 int strata_mf_model_read(const char *dir, strata_mf_model *m) {
   memset(m, 0, sizeof *m);
   char path[4096], text[4096];
-  snprintf(path, sizeof path, "%s/meta.json", dir);
+  int rc = model_path(path, sizeof path, dir, "meta.json");
+  if (rc) return rc;
   FILE *f = fopen(path, "r");
   if (!f) return strata_err_set(STRATA_ENOENT, "%s: cannot open: %s", path, strerror(errno));
   size_t n = fread(text, 1, sizeof text - 1, f);
@@ -139,29 +201,38 @@ int strata_mf_model_read(const char *dir, strata_mf_model *m) {
   double k, mu, bias, users, items;
   if (!strstr(text, "strata-mf-1") || meta_number(text, "k", &k) || meta_number(text, "mu", &mu) ||
       meta_number(text, "bias", &bias) || meta_number(text, "users", &users) ||
-      meta_number(text, "items", &items) || k < 1 || users < 0 || items < 0)
+      meta_number(text, "items", &items) || !whole_in(k, 1, INT_MAX) ||
+      !whole_in(users, 0, UINT32_MAX - 1) || !whole_in(items, 0, UINT32_MAX - 1))
     return strata_err_set(STRATA_EPARSE, "%s: not a strata MF model", path);
+  if (!isfinite(mu)) return strata_err_set(STRATA_ERANGE, "%s: mu: non-finite value %g", path, mu);
   m->k = (int)k;
   m->mu = (float)mu;
   m->bias = (int)bias;
   m->n_users = (uint32_t)users;
   m->n_items = (uint32_t)items;
   size_t K = (size_t)m->k;
+  /* n * K < 2^63; the byte counts below must not wrap either. */
+  if ((size_t)m->n_users * K >= SIZE_MAX / 8 || (size_t)m->n_items * K >= SIZE_MAX / 8)
+    return strata_err_set(STRATA_EPARSE, "%s: not a strata MF model (k = %d is too large)", path,
+                          m->k);
   m->W = strata_malloc(((size_t)m->n_users * K + 1) * sizeof(float));
   m->H = strata_malloc(((size_t)m->n_items * K + 1) * sizeof(float));
   m->bu = strata_malloc(((size_t)m->n_users + 1) * sizeof(float));
   m->bi = strata_malloc(((size_t)m->n_items + 1) * sizeof(float));
   m->user_ids = strata_malloc(((size_t)m->n_users + 1) * sizeof(int64_t));
   m->item_ids = strata_malloc(((size_t)m->n_items + 1) * sizeof(int64_t));
-  int rc = 0;
   if (!m->W || !m->H || !m->bu || !m->bi || !m->user_ids || !m->item_ids)
     rc = strata_err_set(STRATA_ENOMEM, "%s: out of memory", dir);
+  if (!rc) rc = read_ids(dir, "users.txt", m->user_ids, m->n_users);
+  if (!rc) rc = read_ids(dir, "items.txt", m->item_ids, m->n_items);
   if (!rc) rc = read_blob(dir, "W.f32", m->W, (size_t)m->n_users * K * sizeof(float));
   if (!rc) rc = read_blob(dir, "H.f32", m->H, (size_t)m->n_items * K * sizeof(float));
   if (!rc) rc = read_blob(dir, "bu.f32", m->bu, (size_t)m->n_users * sizeof(float));
   if (!rc) rc = read_blob(dir, "bi.f32", m->bi, (size_t)m->n_items * sizeof(float));
-  if (!rc) rc = read_ids(dir, "users.txt", m->user_ids, m->n_users);
-  if (!rc) rc = read_ids(dir, "items.txt", m->item_ids, m->n_items);
+  if (!rc) rc = check_finite(dir, "W.f32", m->W, m->n_users, K, "user", m->user_ids);
+  if (!rc) rc = check_finite(dir, "H.f32", m->H, m->n_items, K, "item", m->item_ids);
+  if (!rc) rc = check_finite(dir, "bu.f32", m->bu, m->n_users, 1, "user", m->user_ids);
+  if (!rc) rc = check_finite(dir, "bi.f32", m->bi, m->n_items, 1, "item", m->item_ids);
   if (rc) strata_mf_model_close(m);
   return rc;
 }

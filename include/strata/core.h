@@ -1,6 +1,6 @@
 /*
- * strata/core.h - allocation, clocks, random numbers, logging and atomic file
- * output shared by every module.
+ * strata/core.h - allocation, clocks, random numbers, logging, atomic file
+ * output and the quoting of input in messages, shared by every module.
  */
 #ifndef STRATA_CORE_H
 #define STRATA_CORE_H
@@ -99,6 +99,32 @@ STRATA_EXPORT int strata_write_atomic_in(const char *dir, const char *name, stra
  * writable, and path is not a directory) without creating it, so runs fail
  * before doing the work. */
 STRATA_EXPORT int strata_check_writable(const char *path);
+
+/* ---- quoting input in messages --------------------------------------- */
+/*
+ * Messages that quote input (a field, a line, a flag's value) pass it
+ * through strata_quote first, so that whatever a file holds, the message
+ * stays one short line of printable ASCII: binary garbage or a terminal
+ * escape sequence in the input can never reach the user's terminal raw.
+ *
+ * Writes into dst (dstsz bytes, always NUL-terminated when dstsz > 0) the
+ * first STRATA_QUOTE_MAX of the len bytes at src (src need not be
+ * NUL-terminated and may be NULL when len is 0). Printable ASCII (0x20 to
+ * 0x7e) is copied, except the backslash and the single quote, which messages
+ * use around the text; every other byte, and those two, become "\xNN"
+ * (two lower-case hex digits). When src has more than STRATA_QUOTE_MAX
+ * bytes, "..." follows the part shown. A dst of STRATA_QUOTE_SIZE bytes
+ * always holds the whole result; a smaller one gets what fits, never half
+ * an escape, ending in "..." when room allows.
+ * Thread-safe; dst is the caller's.
+ * @return dst, so that the call can be an argument of the message's format:
+ *   char q[STRATA_QUOTE_SIZE];
+ *   strata_err_set(STRATA_EPARSE, "%s:%zu: user id '%s' is not an integer",
+ *                  path, line, strata_quote(q, sizeof q, field, field_len));
+ */
+#define STRATA_QUOTE_MAX 32
+#define STRATA_QUOTE_SIZE (4 * STRATA_QUOTE_MAX + sizeof "...")
+STRATA_EXPORT const char *strata_quote(char *dst, size_t dstsz, const char *src, size_t len);
 
 /* Rounds n up to a multiple of m (m > 0). */
 static inline size_t strata_round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }

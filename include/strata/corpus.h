@@ -6,8 +6,9 @@
  * A corpus is documents of tokens (word ids, counts expanded: a word that
  * occurs c times in a document appears c times, in file order). Word ids
  * are 0-based indices into the vocabulary; documents keep file order.
- * Readers fail with one line naming the file and line: STRATA_ENOENT (cannot
- * open), STRATA_EPARSE (malformed line, count <= 0, word id beyond the
+ * Readers fail with one line naming the file and line, quoting a bad field
+ * through strata_quote: STRATA_ENOENT (cannot open), STRATA_EPARSE
+ * (malformed line, an integer beyond int64_t, count <= 0, word id beyond the
  * vocabulary, truncated file: fewer entries than the header promises),
  * STRATA_EEMPTY (no tokens).
  */
@@ -57,8 +58,10 @@ typedef struct strata_vocab {
   char **words; /* n strings, each strata_malloc'd */
 } strata_vocab;
 
-/* Reads a vocabulary file (CRLF tolerated; an empty line is an error with
- * file:line). */
+/* Reads a vocabulary file (CRLF tolerated). STRATA_EPARSE with file:line
+ * for an empty line or a word holding a control character (a byte below
+ * 0x20, a tab included, or 0x7f; the word is quoted escaped); bytes from
+ * 0x80 (UTF-8) are kept. */
 STRATA_EXPORT int strata_vocab_read(const char *path, strata_vocab *v);
 STRATA_EXPORT void strata_vocab_close(strata_vocab *v);
 

@@ -95,7 +95,13 @@ typedef struct strata_mf_model {
   int64_t *user_ids, *item_ids; /* original ids of dense indices */
 } strata_mf_model;
 
-/* Reads DIR written by --model-out. Errors name the file. */
+/* Reads DIR written by --model-out. Errors name the file (and the line of
+ * users.txt or items.txt, quoting a bad id as strata_quote does):
+ * STRATA_ENOENT (a file missing), STRATA_EPARSE (not a model, a file of the
+ * wrong size, a bad or missing id), STRATA_ERANGE (a non-finite value: mu,
+ * or a factor or bias, named by file, row and column, rows counting from 1
+ * in the order of users.txt or items.txt), STRATA_ENOMEM. On error *m is
+ * left zeroed. */
 STRATA_EXPORT int strata_mf_model_read(const char *dir, strata_mf_model *m);
 STRATA_EXPORT void strata_mf_model_close(strata_mf_model *m);
 /* Writes a model into DIR (created if missing), each file atomically. */

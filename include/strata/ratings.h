@@ -71,10 +71,12 @@ STRATA_EXPORT void strata_ratings_close(strata_ratings *rs);
  *   file). When given (test file), ids are looked up, not inserted: unknown ids
  *   become STRATA_ID_UNSEEN; rs->users/items stay NULL and n_users/n_items are
  *   copied from the maps' sizes.
- * Errors (message "FILE:LINE: what", or "FILE: what" for whole-file errors):
+ * Errors (message "FILE:LINE: what", or "FILE: what" for whole-file errors;
+ * a field or header word it quotes goes through strata_quote):
  * STRATA_ENOENT missing/unreadable file, STRATA_EEMPTY no ratings,
  * STRATA_EPARSE malformed line (too few fields, non-numeric id or rating,
- * trailing garbage), STRATA_ERANGE negative id, NaN or infinite rating, MM
+ * trailing garbage), STRATA_ERANGE negative id, id above 2^63 - 1 (ids are
+ * int64_t; the message states the limit), NaN or infinite rating, MM
  * index beyond the declared size or entry count different from the header.
  * Blank lines are skipped; '#' comment lines skipped in TSV/LIBMF; CR before
  * LF tolerated everywhere; the last line may lack a newline.

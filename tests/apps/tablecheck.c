@@ -436,7 +436,9 @@ static int parse_seed(const char *s, uint64_t *out) {
   *out = v;
   return 0;
 bad:
-  return strata_err_set(STRATA_EUSAGE, "--seed: '%s' is not a non-negative integer", s);
+  char q[STRATA_QUOTE_SIZE];
+  return strata_err_set(STRATA_EUSAGE, "--seed: '%s' is not a non-negative integer",
+                        strata_quote(q, sizeof q, s, strlen(s)));
 }
 
 /* Rank 0's seed, to every rank (through the transport: no MPI here). */

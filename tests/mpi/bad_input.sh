@@ -7,7 +7,9 @@
 #  - print nothing on stdout (-q: no echo, and no summary of a failed run);
 #  - finish within the time limit, with no abort, signal or crash noise;
 #  - leave no output behind: no metrics JSON, no temporary file, no model;
-#  - exit with the same code on every rank (recorded per rank).
+#  - exit with the same code on every rank (recorded per rank);
+#  - quote input escaped: with PRINTABLE set, stderr holds printable ASCII
+#    only.
 . "$(dirname "$0")/common.sh"
 
 CASE=$1
@@ -31,6 +33,10 @@ printf '2 0:1 1:2\n2 0:1 5:1\n' >ap.dat
 printf 'a\nb\nc\n' >vocab3.txt
 printf '1\t10\t4\n-2\t20\t3\n' >neg.txt
 printf '1\t10\t4\n2\t20\n' >badtest.txt
+# Binary garbage with a terminal colour sequence; a 2^64 - 1 id.
+printf '1\t10\t4\n\001M-\033\033[31mRED\t20\t3\n' >garbage.txt
+printf '2 0:1 1:2\n\001M-\033\033[31mRED 0:1\n' >garbage.dat
+printf '1\t10\t4\n18446744073709551615\t20\t3\n' >hugeid.txt
 
 case $CASE in
   unknown-flag) WANT=2 MSG="'--bogus'" ARGS=(--data good.txt --bogus) ;;
@@ -44,6 +50,12 @@ case $CASE in
   nan-rating) WANT=1 MSG="nan.txt:2:" ARGS=(--data nan.txt) ;;
   negative-id) WANT=1 MSG="neg.txt:2:" ARGS=(--data neg.txt) ;;
   malformed-test) WANT=1 MSG="badtest.txt:2:" ARGS=(--data good.txt --test badtest.txt) ;;
+  garbage-line)
+    PRINTABLE=1 WANT=1 MSG="garbage.txt:2: user id '\x01M-\x1b\x1b[31mRED' is not an integer"
+    ARGS=(--data garbage.txt) ;;
+  huge-id)
+    WANT=1 MSG="hugeid.txt:2: user id '18446744073709551615' is above the largest supported, 9223372036854775807 (2^63 - 1)"
+    ARGS=(--data hugeid.txt) ;;
   metrics-missing-dir)
     METRICS=nodir/sub/m.json WANT=1 MSG="nodir/sub/m.json" ARGS=(--data good.txt) ;;
   metrics-readonly-dir)
@@ -82,6 +94,9 @@ case $CASE in
   lda-missing-file) WANT=1 MSG="missing.dat: cannot open" ARGS=(--data missing.dat) ;;
   lda-bad-synth) WANT=2 MSG="--data synth: bad value 'x' for 'docs'" ARGS=(--data synth:docs=x) ;;
   lda-topics-zero) WANT=2 MSG="--topics" ARGS=(--topics 0) ;;
+  lda-garbage-line)
+    PRINTABLE=1 WANT=1 MSG="garbage.dat:2: pair count '\x01M-\x1b\x1b[31mRED' is not an integer"
+    ARGS=(--data garbage.dat) ;;
   *) fail "unknown case $CASE" ;;
 esac
 
@@ -98,6 +113,13 @@ echo "----"
 expect_rc "$WANT" "$rc" "$CASE"
 
 expect_one_error stderr.txt "$PREFIX" "$MSG"
+if [ -n "${PRINTABLE:-}" ]; then
+  # Input quoted in a message is escaped: no control byte reaches stderr.
+  if LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f-\xff]' stderr.txt; then
+    fail "stderr holds control or non-ASCII bytes"
+  fi
+  ok "stderr is printable ASCII"
+fi
 [ -s stdout.txt ] && fail "stdout is not empty"
 left=$(find . -path ./model -prune -o \( -name 'm.json*' -o -name '*.tmp*' \) -print; [ -e model ] && [ -z "${KEEP_MODEL:-}" ] && echo ./model)
 [ "$MODEL" = afile ] && [ "$(cat afile)" != "not a directory" ] && left="$left afile (changed)"

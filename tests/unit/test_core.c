@@ -1,6 +1,6 @@
 /*
  * Unit tests for core/core.c (allocation wrappers, random numbers, atomic
- * file output) and strata_median.
+ * file output, quoting input in messages) and strata_median.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -411,6 +411,99 @@ static void test_check_writable(void **state) {
   remove_tree(dir);
 }
 
+/* ---- quoting input in messages ----------------------------------------- */
+
+/* strata_quote of len bytes at src into a full-size buffer equals want. */
+static void expect_quote(const char *src, size_t len, const char *want) {
+  char q[STRATA_QUOTE_SIZE];
+  memset(q, 'Z', sizeof q);
+  const char *got = strata_quote(q, sizeof q, src, len);
+  assert_ptr_equal(got, q);
+  assert_string_equal(q, want);
+}
+
+static void test_quote_escapes(void **state) {
+  (void)state;
+  expect_quote("", 0, "");
+  expect_quote(NULL, 0, "");
+  expect_quote("user 42", 7, "user 42");
+  /* Only len bytes are read: no terminator needed, and a NUL is a byte. */
+  expect_quote("abcdef", 3, "abc");
+  expect_quote("a\0b", 3, "a\\x00b");
+  /* Every printable ASCII byte but \ and ' stays as it is. */
+  char all[256], want[4 * 256 + 1];
+  size_t n = 0;
+  for (int c = 0x20; c < 0x7f; c++)
+    if (c != '\\' && c != '\'') all[n++] = (char)c;
+  for (size_t i = 0; i < n; i += STRATA_QUOTE_MAX) {
+    size_t len = n - i < STRATA_QUOTE_MAX ? n - i : STRATA_QUOTE_MAX;
+    memcpy(want, all + i, len);
+    want[len] = '\0';
+    expect_quote(all + i, len, want);
+  }
+  /* Every other byte becomes \xNN, lower-case hex. */
+  for (int c = 0; c < 256; c++) {
+    if (c >= 0x20 && c < 0x7f && c != '\\' && c != '\'') continue;
+    char one = (char)c;
+    snprintf(want, sizeof want, "\\x%02x", c);
+    expect_quote(&one, 1, want);
+  }
+  /* The sample from issue 22: a terminal colour sequence. */
+  static const char garbage[] = "\x01M-\x1b\x1b[31mRED";
+  expect_quote(garbage, sizeof garbage - 1, "\\x01M-\\x1b\\x1b[31mRED");
+  expect_quote("it's a\\b", 8, "it\\x27s a\\x5cb");
+  expect_quote("caf\xc3\xa9", 5, "caf\\xc3\\xa9");
+}
+
+static void test_quote_truncates(void **state) {
+  (void)state;
+  char src[100], want[STRATA_QUOTE_SIZE];
+  for (size_t i = 0; i < sizeof src; i++) src[i] = (char)('a' + i % 26);
+  /* Exactly STRATA_QUOTE_MAX bytes: all shown, no mark. */
+  memcpy(want, src, STRATA_QUOTE_MAX);
+  want[STRATA_QUOTE_MAX] = '\0';
+  expect_quote(src, STRATA_QUOTE_MAX, want);
+  /* One more: the same bytes, then the mark. */
+  strcat(want, "...");
+  expect_quote(src, STRATA_QUOTE_MAX + 1, want);
+  expect_quote(src, sizeof src, want);
+  expect_quote(src, STRATA_QUOTE_MAX - 1, "abcdefghijklmnopqrstuvwxyzabcde");
+
+  /* The longest result (every byte escaped, then the mark) fills
+   * STRATA_QUOTE_SIZE exactly. */
+  char esc[STRATA_QUOTE_MAX + 1];
+  memset(esc, 0x1b, sizeof esc);
+  char q[STRATA_QUOTE_SIZE];
+  strata_quote(q, sizeof q, esc, sizeof esc);
+  assert_int_equal(strlen(q), STRATA_QUOTE_SIZE - 1);
+  assert_memory_equal(q, "\\x1b\\x1b", 8);
+  assert_string_equal(q + 4 * STRATA_QUOTE_MAX, "...");
+  strata_quote(q, sizeof q, esc, STRATA_QUOTE_MAX);
+  assert_int_equal(strlen(q), 4 * STRATA_QUOTE_MAX);
+}
+
+static void test_quote_small_buffer(void **state) {
+  (void)state;
+  char q[16];
+  /* dstsz 0: nothing written. */
+  q[0] = 'Z';
+  assert_ptr_equal(strata_quote(q, 0, "abc", 3), q);
+  assert_int_equal(q[0], 'Z');
+  assert_string_equal(strata_quote(q, 1, "abc", 3), "");
+  /* Fits exactly: 3 bytes and the NUL. */
+  assert_string_equal(strata_quote(q, 4, "abc", 3), "abc");
+  /* One byte short: the bytes shown give way to the mark. */
+  assert_string_equal(strata_quote(q, 4, "abcd", 4), "...");
+  assert_string_equal(strata_quote(q, 6, "abcdef", 6), "ab...");
+  /* Never half an escape: with room for 4 bytes before the mark, the
+   * second byte's 4-byte escape does not fit after the "a". */
+  assert_string_equal(strata_quote(q, 8, "a\x1b\x1b", 3), "a...");
+  assert_string_equal(strata_quote(q, 9, "a\x1b\x1b", 3), "a\\x1b...");
+  assert_string_equal(strata_quote(q, 10, "a\x1b\x1b", 3), "a\\x1b\\x1b");
+  /* Too small even for the whole mark: as much of it as fits. */
+  assert_string_equal(strata_quote(q, 3, "abcd", 4), "..");
+}
+
 /* ---- median ---------------------------------------------------------- */
 
 static void test_median(void **state) {
@@ -450,6 +543,9 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(test_write_atomic_unwritable_dir, setup, teardown),
       cmocka_unit_test_setup_teardown(test_check_writable, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_quote_escapes, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_quote_truncates, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_quote_small_buffer, setup, teardown),
       cmocka_unit_test_setup_teardown(test_median, setup, teardown),
   };
   return cmocka_run_group_tests_name("core", tests, NULL, NULL);

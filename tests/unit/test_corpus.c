@@ -16,6 +16,7 @@
 #include "strata/core.h"
 #include "strata/corpus.h"
 
+#include "quoted.h"
 #include "tmpfiles.h"
 
 /* The name does not end in .gz on purpose: the reader goes by content. */
@@ -323,6 +324,10 @@ static void test_missing_file(void **state) {
   assert_live(fx);
 }
 
+/* Why an integer beyond int64_t (ids and counts are int64_t) is refused. */
+#define ABOVE_I64 " is above the largest supported, 9223372036854775807 (2^63 - 1)"
+#define BELOW_I64 " is below the smallest supported, -9223372036854775808 (-2^63)"
+
 static void test_bad_inputs(void **state) {
   fixture *fx = *state;
   enum { A = STRATA_CORPUS_AUTO, U = STRATA_CORPUS_UCI, L = STRATA_CORPUS_LDAC };
@@ -349,7 +354,8 @@ static void test_bad_inputs(void **state) {
       {U, 0, "3\nx\n1\n", STRATA_EPARSE, 2, "vocabulary size W 'x' is not an integer"},
       {U, 0, "3\n5\n-1\n", STRATA_EPARSE, 3, "entry count NNZ -1 out of range"},
       {U, 0, "4294967296\n5\n1\n", STRATA_EPARSE, 1, "document count D 4294967296 out of range"},
-      {U, 0, "3\n5\n99999999999999999999\n", STRATA_EPARSE, 3, "does not fit in 64 bits"},
+      {U, 0, "3\n5\n99999999999999999999\n", STRATA_EPARSE, 3,
+       "entry count NNZ '99999999999999999999'" ABOVE_I64},
       /* UCI entries */
       {U, 0, "3\n5\n2\n1 1 1\n", STRATA_EPARSE, 4,
        "truncated file: 1 entries after the header, "
@@ -372,7 +378,16 @@ static void test_bad_inputs(void **state) {
       {U, 0, "3\n5\n1\n1 2x 1\n", STRATA_EPARSE, 4, "wordID '2x' is not an integer"},
       {U, 0, "3\n5\n1\n1 2 1.5\n", STRATA_EPARSE, 4, "count '1.5'"},
       {U, 0, "3\n5\n1\n1 2 1\rx\n", STRATA_EPARSE, 4, "count"},
-      {U, 0, "3\n5\n1\n99999999999999999999 2 1\n", STRATA_EPARSE, 4, "does not fit"},
+      {U, 0, "3\n5\n1\n99999999999999999999 2 1\n", STRATA_EPARSE, 4, ABOVE_I64},
+      /* 2^64 - 1 fits 64 bits unsigned, but ids and counts are int64_t. */
+      {U, 0, "3\n5\n1\n18446744073709551615 2 1\n", STRATA_EPARSE, 4,
+       "docID '18446744073709551615'" ABOVE_I64},
+      {U, 0, "3\n5\n1\n1 9223372036854775808 1\n", STRATA_EPARSE, 4,
+       "wordID '9223372036854775808'" ABOVE_I64},
+      {U, 0, "3\n5\n1\n1 9223372036854775807 1\n", STRATA_EPARSE, 4,
+       "wordID 9223372036854775807 out of range 1..5"},
+      {U, 0, "3\n5\n1\n-99999999999999999999 2 1\n", STRATA_EPARSE, 4,
+       "docID '-99999999999999999999'" BELOW_I64},
       /* lda-c */
       {L, 0, "2 0:1\n", STRATA_EPARSE, 1, "declares 2 pairs but has 1"},
       {L, 0, "1 0:1\n1 0:1 1:1\n", STRATA_EPARSE, 2, "declares 1 pairs but has 2"},
@@ -391,8 +406,12 @@ static void test_bad_inputs(void **state) {
       {L, 0, "1 0:1\n1 2:-3\n", STRATA_EPARSE, 2, "count -3 for word 2 must be positive"},
       {L, 5, "1 0:1\n1 5:1\n", STRATA_EPARSE, 2, "word id 5 is beyond the vocabulary of 5 words"},
       {L, 0, "1 4294967295:1\n", STRATA_EPARSE, 1, "word id 4294967295 is beyond"},
-      {L, 0, "1 99999999999999999999:1\n", STRATA_EPARSE, 1, "does not fit in 64 bits"},
-      {L, 0, "1 1:99999999999999999999\n", STRATA_EPARSE, 1, "does not fit in 64 bits"},
+      {L, 0, "1 99999999999999999999:1\n", STRATA_EPARSE, 1,
+       "word id '99999999999999999999'" ABOVE_I64},
+      {L, 0, "1 1:99999999999999999999\n", STRATA_EPARSE, 1,
+       "count '99999999999999999999'" ABOVE_I64},
+      {L, 0, "1 18446744073709551615:1\n", STRATA_EPARSE, 1,
+       "word id '18446744073709551615'" ABOVE_I64},
       {L, 0, "1 1:1\r\r\n", STRATA_EPARSE, 1, "count"},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
@@ -404,6 +423,91 @@ static void test_bad_inputs(void **state) {
     assert_live(fx);
   }
   fx->n_paths = 0;
+}
+
+/* A line of control characters and a terminal escape sequence reaches the
+ * message escaped, in both formats (plain and gzipped), the vocabulary and
+ * the synthetic spec. */
+static void test_garbage_quoted(void **state) {
+  fixture *fx = *state;
+  enum { A = STRATA_CORPUS_AUTO, U = STRATA_CORPUS_UCI, L = STRATA_CORPUS_LDAC };
+  static const struct {
+    int fmt;
+    const char *text;
+    size_t line;
+    const char *needle;
+  } cases[] = {
+      {U, "3\n5\n1\n1 " GARBAGE " 1\n", 4, "wordID '" GARBAGE_QUOTED "' is not an integer"},
+      {U, GARBAGE "\n5\n1\n", 1, "document count D '" GARBAGE_QUOTED "' is not an integer"},
+      {A, "3\n5\n1\n1 2 " GARBAGE "\n", 4, "count '" GARBAGE_QUOTED "' is not an integer"},
+      {L, "1 0:1\n" GARBAGE " 1:1\n", 2, "pair count '" GARBAGE_QUOTED "' is not an integer"},
+      {L, "1 " GARBAGE "\n", 1, "pair 1 '" GARBAGE_QUOTED "' is not id:count"},
+      {A, "1 " GARBAGE ":1\n", 1, "word id '" GARBAGE_QUOTED "' is not an integer"},
+      {L, "1 1:" GARBAGE "\n", 1, "count '" GARBAGE_QUOTED "' is not an integer"},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    for (int gz = 0; gz < 2; gz++) {
+      fx->n_paths = 0;
+      const char *path = gz ? write_tmp_gz(fx, cases[k].text) : write_tmp(fx, cases[k].text);
+      expect_fail(path, (strata_corpus_format)cases[k].fmt, 0, STRATA_EPARSE, cases[k].line,
+                  cases[k].needle);
+      assert_quoted_msg(strata_err_msg(), GARBAGE_QUOTED);
+      unlink(path);
+      assert_live(fx);
+    }
+  }
+
+  /* Vocabulary: a word with a control character is refused, quoted. */
+  fx->n_paths = 0;
+  const char *path = write_tmp(fx, "apple\n" GARBAGE "\ncherry\n");
+  strata_vocab v = {0};
+  assert_int_equal(strata_vocab_read(path, &v), STRATA_EPARSE);
+  char where[128];
+  snprintf(where, sizeof where, "%s:2: word '" GARBAGE_QUOTED "' holds a control character "
+           "(byte 0x01 at column 1)", path);
+  assert_quoted_msg(strata_err_msg(), where);
+  assert_null(v.words);
+  unlink(path);
+  /* Tab and DEL are control characters too; bytes from 0x80 (UTF-8) are not. */
+  fx->n_paths = 0;
+  path = write_tmp(fx, "a\tb\n");
+  assert_int_equal(strata_vocab_read(path, &v), STRATA_EPARSE);
+  assert_quoted_msg(strata_err_msg(), "word 'a\\x09b' holds a control character (byte 0x09");
+  unlink(path);
+  fx->n_paths = 0;
+  path = write_tmp(fx, "ok\nb\x7f\n");
+  assert_int_equal(strata_vocab_read(path, &v), STRATA_EPARSE);
+  assert_quoted_msg(strata_err_msg(), ":2: word 'b\\x7f'");
+  unlink(path);
+  fx->n_paths = 0;
+  path = write_tmp(fx, "caf\xc3\xa9\nna\xc3\xafve\n");
+  assert_int_equal(strata_vocab_read(path, &v), 0);
+  assert_int_equal(v.n, 2);
+  assert_string_equal(v.words[0], "caf\xc3\xa9");
+  strata_vocab_close(&v);
+  unlink(path);
+  fx->n_paths = 0;
+
+  /* The synthetic spec: key, value and a spec that is not one. */
+  static const struct {
+    const char *text, *needle;
+  } specs[] = {
+      {"synth:" GARBAGE "=1", "unknown key '" GARBAGE_QUOTED "'"},
+      {"synth:docs=" GARBAGE, "bad value '" GARBAGE_QUOTED "' for 'docs'"},
+      {"synth:" GARBAGE, "expected key=value, got '" GARBAGE_QUOTED "'"},
+      {GARBAGE, "--data '" GARBAGE_QUOTED "': not a synthetic spec"},
+  };
+  for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
+    strata_lda_synth sp;
+    strata_lda_synth_defaults(&sp);
+    int rc = strata_lda_synth_parse(specs[k].text, &sp);
+    assert_int_equal(rc, STRATA_EUSAGE);
+    assert_quoted_msg(strata_err_msg(), specs[k].needle);
+  }
+  strata_corpus_format f;
+  assert_int_equal(strata_corpus_format_parse(GARBAGE, &f), STRATA_EUSAGE);
+  assert_quoted_msg(strata_err_msg(), "'" GARBAGE_QUOTED "'");
+  assert_live(fx);
 }
 
 static void test_bad_gzip(void **state) {
@@ -636,7 +740,10 @@ static void test_synth_parse_bad(void **state) {
       {"synth:docs", "expected key=value, got 'docs'"},
       {"synth:docs=5,,len=3", "empty field"},
       {"synth:docs=5,", "empty field"},
-      {"synth:,", "empty field"},
+      {"synth:,", "empty field after 'synth:'"},
+      /* A long spec is quoted by its last STRATA_QUOTE_MAX bytes before the gap. */
+      {"synth:docs=1,len=2,vocab=3,topics=4,alpha=0.5,,beta=1",
+       "empty field after '...en=2,vocab=3,topics=4,alpha=0.5,'"},
       {"synthetic:docs=5", "not a synthetic spec"},
       {"ap.dat", "not a synthetic spec"},
   };
@@ -981,7 +1088,7 @@ int main(void) {
       T(test_ldac_good),        T(test_auto_detect),     T(test_vocab_good),
       T(test_vocab_bad),        T(test_missing_file),    T(test_bad_inputs),
       T(test_bad_gzip),         T(test_long_line),       T(test_alloc_failure),
-      T(test_synth_parse_good), T(test_synth_parse_bad), T(test_synth_deterministic),
+      T(test_garbage_quoted), T(test_synth_parse_good), T(test_synth_parse_bad), T(test_synth_deterministic),
       T(test_synth_statistics), T(test_synth_invalid),   T(test_synth_random_specs),
       T(test_synth_speed),      T(test_uci_kos),         T(test_ldac_ap),
   };

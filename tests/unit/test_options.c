@@ -15,6 +15,8 @@
 #include "strata/core.h"
 #include "strata/options.h"
 
+#include "quoted.h"
+
 typedef struct cfg {
   int count;
   uint64_t seed;
@@ -314,6 +316,29 @@ static void test_stray_positional(void **state) {
   expect_usage("-", "-");
 }
 
+/* Values, flags and stray arguments are quoted escaped in every message. */
+static void test_garbage_quoted(void **state) {
+  (void)state;
+  static const char *const argvs[][3] = {
+      {"--count", GARBAGE, "'" GARBAGE_QUOTED "' is not an integer"},
+      {"--seed", GARBAGE, "'" GARBAGE_QUOTED "' is not a non-negative integer"},
+      {"--rate", GARBAGE, "'" GARBAGE_QUOTED "' is not a finite number"},
+      {"--mode", GARBAGE, "'" GARBAGE_QUOTED "' is not one of"},
+      {"--" GARBAGE, "1", "unknown flag '--" GARBAGE_QUOTED "'"},
+      {GARBAGE, NULL, "unexpected argument '" GARBAGE_QUOTED "'"},
+  };
+  for (size_t k = 0; k < sizeof argvs / sizeof argvs[0]; k++) {
+    int help = -1;
+    assert_int_equal(parse(&help, argvs[k][0], argvs[k][1], NULL), STRATA_EUSAGE);
+    assert_quoted_msg(strata_err_msg(), argvs[k][2]);
+  }
+  /* A long value shows a prefix only. */
+  int help = -1;
+  assert_int_equal(parse(&help, "--count", "1234567890123456789012345678901234567890x", NULL),
+                   STRATA_EUSAGE);
+  assert_quoted_msg(strata_err_msg(), "'12345678901234567890123456789012...' is not an integer");
+}
+
 static void test_flag_given_value(void **state) {
   (void)state;
   expect_usage("--verbose", "--verbose=1");
@@ -475,6 +500,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_help_lists_names_defaults_choices, setup, teardown),
       cmocka_unit_test_setup_teardown(test_help_lists_bounds, setup, teardown),
       cmocka_unit_test_setup_teardown(test_echo_prints_effective_values, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_garbage_quoted, setup, teardown),
   };
   return cmocka_run_group_tests_name("options", tests, NULL, NULL);
 }

@@ -15,6 +15,7 @@
 #include "strata/core.h"
 #include "strata/ratings.h"
 
+#include "quoted.h"
 #include "tmpfiles.h"
 
 
@@ -385,6 +386,16 @@ static void test_bad_inputs(void **state) {
       {STRATA_FMT_LIBMF, "1 2 3\n-3 2 3\n", STRATA_ERANGE, 2, "negative user id -3"},
       {STRATA_FMT_TSV, "1\t-2\t3\n", STRATA_ERANGE, 1, "negative item id -2"},
       {STRATA_FMT_LIBMF, "99999999999999999999 2 3\n", STRATA_ERANGE, 1, "user id"},
+      /* Ids are int64_t: 2^63 and up, 2^64 - 1 included, are refused with
+       * the limit; 2^63 - 1 itself loads (test_largest_id). */
+      {STRATA_FMT_LIBMF, "18446744073709551615 2 3\n", STRATA_ERANGE, 1,
+       "user id '18446744073709551615' is above the largest supported, 9223372036854775807 "
+       "(2^63 - 1)"},
+      {STRATA_FMT_TSV, "1\t9223372036854775808\t3\n", STRATA_ERANGE, 1,
+       "item id '9223372036854775808' is above the largest supported"},
+      {STRATA_FMT_LIBMF, "-99999999999999999999 2 3\n", STRATA_ERANGE, 1,
+       "user id '-99999999999999999999' is below the smallest supported, "
+       "-9223372036854775808 (-2^63)"},
       {STRATA_FMT_LIBMF, "1 2 3\n1 x 3\n", STRATA_EPARSE, 2, "item id 'x'"},
       {STRATA_FMT_LIBMF, "1 2x 3\n", STRATA_EPARSE, 1, "'2x'"},
       {STRATA_FMT_LIBMF, "1 2 3.5abc\n", STRATA_EPARSE, 1, "'3.5abc'"},
@@ -448,6 +459,75 @@ static void test_bad_inputs(void **state) {
     assert_live(fx);
   }
   fx->n_paths = 0;
+}
+
+static void test_largest_id(void **state) {
+  fixture *fx = *state;
+  const char *path = write_tmp(fx, "9223372036854775807\t0\t3\n");
+  strata_ratings rs = {0};
+  assert_int_equal(strata_ratings_read(path, STRATA_FMT_AUTO, NULL, NULL, &rs), 0);
+  assert_ids(rs.users, (const int64_t[]){INT64_MAX}, 1);
+  assert_ids(rs.items, (const int64_t[]){0}, 1);
+  strata_ratings_close(&rs);
+  assert_live(fx);
+}
+
+/* A line of control characters and a terminal escape sequence, in every
+ * format, reaches the message escaped. */
+static void test_garbage_quoted(void **state) {
+  fixture *fx = *state;
+  static const struct {
+    strata_format fmt;
+    const char *text;
+    int code;
+    size_t line;
+    const char *needle;
+  } cases[] = {
+      {STRATA_FMT_TSV, "1\t2\t3\n" GARBAGE "\t2\t3\n", STRATA_EPARSE, 2,
+       "user id '" GARBAGE_QUOTED "' is not an integer"},
+      {STRATA_FMT_AUTO, GARBAGE "\t2\t3\n", STRATA_EPARSE, 1, "user id '" GARBAGE_QUOTED "'"},
+      {STRATA_FMT_DAT, "1::2::3\n1::" GARBAGE "::3\n", STRATA_EPARSE, 2,
+       "item id '" GARBAGE_QUOTED "' is not an integer"},
+      {STRATA_FMT_CSV, "u,i,r\n1,2,3\n1,2," GARBAGE "\n", STRATA_EPARSE, 3,
+       "rating '" GARBAGE_QUOTED "' is not a number"},
+      {STRATA_FMT_LIBMF, "1 2 3\n1 2 " GARBAGE "\n", STRATA_EPARSE, 2,
+       "rating '" GARBAGE_QUOTED "' is not a number"},
+      {STRATA_FMT_MM, "%%MatrixMarket matrix coordinate real general\n2 2 1\n" GARBAGE " 1 1\n",
+       STRATA_EPARSE, 3, "row index '" GARBAGE_QUOTED "' is not an integer"},
+      {STRATA_FMT_MM, "%%MatrixMarket matrix coordinate real general\n" GARBAGE " 2 1\n",
+       STRATA_EPARSE, 2, "row count '" GARBAGE_QUOTED "' is not an integer"},
+      {STRATA_FMT_AUTO, "%%MatrixMarket matrix " GARBAGE " real general\n2 2 1\n1 1 1\n",
+       STRATA_EPARSE, 1, "unsupported Matrix Market header: '" GARBAGE_QUOTED "'"},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    fx->n_paths = 0;
+    const char *path = write_tmp(fx, cases[k].text);
+    expect_fail(path, cases[k].fmt, cases[k].code, cases[k].line, cases[k].needle);
+    assert_quoted_msg(strata_err_msg(), GARBAGE_QUOTED);
+    unlink(path);
+    assert_live(fx);
+  }
+
+  /* A long field shows its first STRATA_QUOTE_MAX bytes, then "...". */
+  char text[1100], want[4 * STRATA_QUOTE_MAX + 8];
+  int n = snprintf(text, sizeof text, "1 ");
+  memset(text + n, 0x1b, 1000);
+  strcpy(text + n + 1000, " 3\n");
+  for (int i = 0; i < STRATA_QUOTE_MAX; i++) memcpy(want + 4 * i, "\\x1b", 4);
+  strcpy(want + 4 * STRATA_QUOTE_MAX, "...'");
+  fx->n_paths = 0;
+  const char *path = write_tmp(fx, text);
+  expect_fail(path, STRATA_FMT_LIBMF, STRATA_EPARSE, 1, "item id '\\x1b");
+  assert_quoted_msg(strata_err_msg(), want);
+  assert_true(strlen(strata_err_msg()) < strlen(path) + 200);
+  unlink(path);
+  fx->n_paths = 0;
+  assert_live(fx);
+
+  /* The format's name, as a flag's value, is quoted too. */
+  strata_format f = STRATA_FMT_TSV;
+  assert_int_equal(strata_format_parse(GARBAGE, &f), STRATA_EUSAGE);
+  assert_quoted_msg(strata_err_msg(), "'" GARBAGE_QUOTED "'");
 }
 
 /* ---- id map ------------------------------------------------------------- */
@@ -684,7 +764,7 @@ int main(void) {
       T(test_test_file_maps), T(test_missing_file),   T(test_bad_inputs),
       T(test_idmap_growth),   T(test_large_file),     T(test_alloc_failure),
       T(test_split),          T(test_movielens_100k), T(test_movielens_latest_small),
-      T(test_duplicate),
+      T(test_duplicate),      T(test_largest_id),     T(test_garbage_quoted),
   };
   return cmocka_run_group_tests_name("ratings", tests, NULL, NULL);
 }

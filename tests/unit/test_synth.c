@@ -15,6 +15,8 @@
 #include "strata/core.h"
 #include "strata/ratings.h"
 
+#include "quoted.h"
+
 static size_t live0;
 
 static int setup(void **state) {
@@ -138,6 +140,12 @@ static void test_parse_bad(void **state) {
       {"synth:,", "empty field"},
       {"synthetic:users=5", "not a synthetic spec"},
       {"movielens", "not a synthetic spec"},
+      /* Input text reaches the message escaped (strata_quote). */
+      {"synth:" GARBAGE "=1", "unknown key '" GARBAGE_QUOTED "'"},
+      {"synth:users=" GARBAGE, "bad value '" GARBAGE_QUOTED "' for 'users'"},
+      {"synth:rank=5,noise=" GARBAGE, "bad value '" GARBAGE_QUOTED "' for 'noise'"},
+      {"synth:" GARBAGE, "expected key=value, got '" GARBAGE_QUOTED "'"},
+      {GARBAGE, "--data '" GARBAGE_QUOTED "': not a synthetic spec"},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     strata_synth_spec s, d;
@@ -148,6 +156,7 @@ static void test_parse_bad(void **state) {
       fail_msg("'%s': got %s, want STRATA_EUSAGE", cases[k].text, strata_err_name(rc));
     if (!strstr(strata_err_msg(), cases[k].needle))
       fail_msg("'%s': message '%s' lacks '%s'", cases[k].text, strata_err_msg(), cases[k].needle);
+    assert_quoted_msg(strata_err_msg(), "");
     /* A rejected spec leaves the caller's values as they were. */
     assert_spec_equal(&s, &d);
   }
