@@ -44,6 +44,12 @@ int strata_problem_alloc(strata_problem *p, int n_data, int n_resident, int n_ro
   return 0;
 }
 
+/* A growing set of outstanding requests the coordinator waits on at once. */
+typedef struct reqset {
+  strata_req *r;
+  int n, cap;
+} reqset;
+
 typedef struct coord {
   const strata_app *app;
   const void *cfg;
@@ -58,7 +64,46 @@ typedef struct coord {
   double view_partials[STRATA_MAX_PARTIALS];
   int reports_in; /* reports received for the pass being assembled */
   int unscored;   /* one of them says the pass was not scored */
+  /* Verdicts: lag L; ctl[k] for every pass k decided so far (n_decided);
+   * the passes the workers run (all, or up to the diverged pass + L). */
+  int lag;
+  pass_control *ctl;
+  int n_decided;
+  int run_passes;
+  int diverged_pass; /* 1-based, 0 none */
+  char diverged[256];
+  strata_transport *t; /* NULL in serial mode */
+  reqset ctl_sends;
+  double *obj_hist;    /* passes * STRATA_MAX_OBJECTIVES, for pass_control */
 } coord;
+
+static int decide(coord *c, int k);
+
+/* Whether the summed partials of pass `pass` (0-based) are all finite; if
+ * not, records the divergence message, naming the objectives the
+ * non-finite partials make non-finite (those finite once they are 1). */
+static int check_finite(coord *c, int pass, const double *values) {
+  const strata_app *app = c->app;
+  int bad = 0;
+  double clean[STRATA_MAX_PARTIALS], cv[STRATA_MAX_OBJECTIVES];
+  for (int i = 0; i < app->n_partials; i++) {
+    bad |= !isfinite(c->partials[i]);
+    clean[i] = isfinite(c->partials[i]) ? c->partials[i] : 1.0;
+  }
+  if (!bad) return 1;
+  app->objectives(c->cfg, &c->prob, clean, cv);
+  char names[160] = "";
+  size_t used = 0;
+  for (int i = 0; i < app->n_objectives && used < sizeof names; i++)
+    if (!isfinite(values[i]) && isfinite(cv[i]))
+      used += (size_t)snprintf(names + used, sizeof names - used, "%s%s is %s", used ? ", " : "",
+                               app->objective_names[i], isnan(values[i]) ? "nan" : "infinite");
+  snprintf(c->diverged, sizeof c->diverged, "the run diverged at pass %d: %s%s%s", pass + 1,
+           used ? names : "its objectives are not finite", app->diverged_hint ? "; " : "",
+           app->diverged_hint ? app->diverged_hint : "");
+  c->diverged_pass = pass + 1;
+  return 0;
+}
 
 static int alloc_result(coord *c) {
   strata_run_result *r = c->res;
@@ -74,8 +119,12 @@ static int alloc_result(coord *c) {
   r->per_pass = strata_calloc((size_t)N, sizeof *r->per_pass);
   r->per_pass_worker = strata_calloc((size_t)N * (size_t)P, sizeof *r->per_pass_worker);
   r->worker_total = strata_calloc((size_t)P, sizeof *r->worker_total);
-  if (!r->per_pass || !r->per_pass_worker || !r->worker_total)
+  c->ctl = strata_calloc((size_t)N, sizeof *c->ctl);
+  c->obj_hist = strata_calloc((size_t)N * STRATA_MAX_OBJECTIVES, sizeof *c->obj_hist);
+  if (!r->per_pass || !r->per_pass_worker || !r->worker_total || !c->ctl || !c->obj_hist)
     return strata_err_set(STRATA_ENOMEM, "coordinator: out of memory");
+  c->lag = strata__control_lag(c->opts);
+  c->run_passes = N;
   return 0;
 }
 
@@ -108,6 +157,7 @@ static int take_report(void *ud, const pass_report *rep) {
   if (ws->diff_min < tot->diff_min) tot->diff_min = ws->diff_min;
   for (int b = 0; b < STRATA_TABLE_HIST; b++) tot->hist[b] += ws->hist[b];
   ps->pass = rep->pass;
+  memcpy(ps->control, c->ctl[pi].ctl, sizeof ps->control);
   ps->time_s = fmax(ps->time_s, ws->time_s);
   ps->compute_s = fmax(ps->compute_s, ws->compute_s);
   ps->wait_s = fmax(ps->wait_s, ws->wait_s);
@@ -122,6 +172,7 @@ static int take_report(void *ud, const pass_report *rep) {
 
   c->reports_in = 0;
   c->app->objectives(c->cfg, &c->prob, c->partials, ps->objectives);
+  int finite = c->diverged_pass || check_finite(c, pi, ps->objectives);
   /* A pass that ended inside a clock (--wpc > 1) had no consistent model
    * to score: its partials are incomplete, so it reports none. */
   if (c->unscored)
@@ -129,6 +180,15 @@ static int take_report(void *ud, const pass_report *rep) {
   c->unscored = 0;
   if (ps->has_view) c->app->objectives(c->cfg, &c->prob, c->view_partials, ps->view_objectives);
   memset(c->view_partials, 0, sizeof c->view_partials);
+  memcpy(c->obj_hist + (size_t)pi * STRATA_MAX_OBJECTIVES, ps->objectives, sizeof ps->objectives);
+  /* The verdict on pass pi + L: a stop once a pass diverged (the workers
+   * then run the passes before it), else its control values. */
+  int k = pi + c->lag;
+  if (c->n_decided == k && k < c->setup.passes && (finite || !c->ctl[k - 1].stop)) {
+    int rc = decide(c, k);
+    if (rc) return rc;
+  }
+  if (!finite) c->run_passes = k < c->setup.passes ? k : c->setup.passes;
   memset(c->partials, 0, sizeof c->partials);
   memcpy(r->objectives, ps->objectives, sizeof r->objectives);
   /* One line per pass; runs of many fast passes print at most one a second
@@ -204,11 +264,6 @@ static void finish_result(coord *c) {
   r->updates_per_s = r->time_per_pass_s > 0 ? (double)r->n_examples / r->time_per_pass_s : 0;
 }
 
-/* A growing set of outstanding requests the coordinator waits on at once. */
-typedef struct reqset {
-  strata_req *r;
-  int n, cap;
-} reqset;
 
 /* A fresh null slot at the end of the set, or NULL when memory runs out. */
 static strata_req *reqset_next(reqset *s) {
@@ -227,6 +282,39 @@ static int send_all(strata_transport *t, reqset *rs, const void *buf, size_t len
   strata_req *rq = reqset_next(rs);
   if (!rq) return strata_err_set(STRATA_ENOMEM, "coordinator: out of memory");
   return t->isend(t->impl, buf, len, dst, tag, rq);
+}
+
+/* Fixes pass k's verdict and, with workers, sends it to each. */
+static int decide(coord *c, int k) {
+  pass_control *v = &c->ctl[k];
+  memset(v, 0, sizeof *v);
+  v->pass = k;
+  v->stop = c->diverged_pass != 0;
+  if (!v->stop && c->app->pass_control) {
+    int known = k - c->lag + 1;
+    c->app->pass_control(c->cfg, k, c->obj_hist, known > 0 ? known : 0, k ? c->ctl[k - 1].ctl : NULL,
+                         v->ctl);
+  }
+  c->n_decided = k + 1;
+  int rc = 0;
+  for (int w = 0; c->t && w < c->setup.workers && !rc; w++)
+    rc = send_all(c->t, &c->ctl_sends, v, sizeof *v, w + 1, TAG_CONTROL);
+  return rc;
+}
+
+/* The verdicts of the first L passes, which follow no summed pass. */
+static int decide_first(coord *c) {
+  int rc = 0;
+  for (int k = 0; k < c->lag && k < c->setup.passes && !rc; k++) rc = decide(c, k);
+  return rc;
+}
+
+/* The run's end after a stop verdict: every worker ran the passes before
+ * it; nothing is exported. */
+static int diverged(coord *c) {
+  c->res->peers_blocked = 0;
+  c->res->workers_done = 1;
+  return strata_err_set(STRATA_EDIVERGED, "%s", c->diverged);
 }
 
 static int recv_into(strata_transport *t, reqset *rs, strata_block *b, int src, int tag) {
@@ -453,6 +541,8 @@ static int run_coordinator(coord *c, strata_transport *t) {
   c->res->peers_blocked = 1;
   if ((rc = ship(c, t, sched_buf, sched_len, desc, &h))) goto done;
   if ((rc = start_together(t, P))) goto done;
+  c->t = t;
+  if ((rc = decide_first(c))) goto done;
   c->res->setup_s = strata_now() - t1;
   c->t_train0 = strata_now();
   c->cpu_train0 = strata_cpu_seconds();
@@ -462,13 +552,19 @@ static int run_coordinator(coord *c, strata_transport *t) {
     rc = strata_err_set(STRATA_ENOMEM, "coordinator: out of memory");
     goto done;
   }
-  for (int pass = 0; pass < c->setup.passes && !rc; pass++) {
+  for (int pass = 0; pass < c->run_passes && !rc; pass++) {
     for (int w = 0; w < P && !rc; w++)
       rc = t->irecv(t->impl, &reps[w], sizeof reps[w], w + 1, TAG_REPORT, &reqs[w]);
     if (!rc) rc = strata__loop_wait_all(t, reqs, P);
     for (int w = 0; w < P && !rc; w++) rc = take_report(c, &reps[w]);
   }
+  /* Every verdict has been taken: a worker takes each before its pass. */
+  if (!rc) rc = strata__loop_wait_all(t, c->ctl_sends.r, c->ctl_sends.n);
   if (rc) goto done;
+  if (c->diverged_pass) {
+    rc = diverged(c);
+    goto done;
+  }
   finish_result(c);
 
   if (c->setup.model_out) {
@@ -502,6 +598,16 @@ done:
   return rc;
 }
 
+/* Serial mode: the verdicts are decided in the same process, before the
+ * passes they govern (the pass they follow was summed in take_report). */
+static int serial_control(void *ud, int pass, pass_control *out) {
+  coord *c = ud;
+  if (pass >= c->n_decided)
+    return strata_err_set(STRATA_EINVAL, "serial: no verdict for pass %d", pass + 1);
+  *out = c->ctl[pass];
+  return 0;
+}
+
 /* Serial mode: the same load, schedule and worker loop in one process; the
  * blocks move from the problem into the worker and back, never copied. */
 static int run_serial(coord *c) {
@@ -520,6 +626,7 @@ static int run_serial(coord *c) {
   w.has_eval = p->eval != NULL;
   w.report = take_report;
   w.report_ud = c;
+  w.control = serial_control;
   w.opts = c->opts;
   w.sched = c->sched;
   w.data = p->data;
@@ -534,10 +641,12 @@ static int run_serial(coord *c) {
   if (!rc && c->opts->disrupt_prob > 0)
     rc = strata__disrupt_start(c->opts->disrupt_prob, c->opts->disrupt_slot_ms,
                                c->opts->seed * 1000003u, &dis);
+  if (!rc) rc = decide_first(c);
   if (!rc) rc = strata__worker_loop(&w);
   strata__disrupt_stop(dis);
   if (w.state && c->app->worker_free) c->app->worker_free(w.state);
   if (rc) return rc;
+  if (c->diverged_pass) return diverged(c);
   finish_result(c);
   return export_model(c);
 }
@@ -582,9 +691,10 @@ int strata_engine_run(const strata_app *app, void *cfg, const strata_engine_opts
                            .model_out = opts->model_out};
   double cpu0 = strata_cpu_seconds(), wall0 = strata_now();
   int rc = alloc_result(&c);
-  if (!rc && (app->n_partials > STRATA_MAX_PARTIALS || app->n_objectives > STRATA_MAX_OBJECTIVES))
-    rc = strata_err_set(STRATA_EINVAL, "%s: at most %d partials and %d objectives", app->name,
-                        STRATA_MAX_PARTIALS, STRATA_MAX_OBJECTIVES);
+  if (!rc && (app->n_partials > STRATA_MAX_PARTIALS || app->n_objectives > STRATA_MAX_OBJECTIVES ||
+              app->n_controls > STRATA_MAX_CONTROLS))
+    rc = strata_err_set(STRATA_EINVAL, "%s: at most %d partials, %d objectives and %d controls",
+                        app->name, STRATA_MAX_PARTIALS, STRATA_MAX_OBJECTIVES, STRATA_MAX_CONTROLS);
   /* Output paths are checked before any work, so a typo costs nothing. */
   if (!rc && opts->metrics_out) rc = strata_check_writable(opts->metrics_out);
   if (!rc && opts->model_out) rc = check_model_dir(opts->model_out);
@@ -596,6 +706,9 @@ int strata_engine_run(const strata_app *app, void *cfg, const strata_engine_opts
   result->coordinator_cpu_s = strata_cpu_seconds() - cpu0;
   result->coordinator_wall_s = strata_now() - wall0;
   strata_schedule_close(&c.sched);
+  strata_free(c.ctl);
+  strata_free(c.obj_hist);
+  strata_free(c.ctl_sends.r);
   /* The result keeps the problem for describe() and the caller; training
    * data is no longer needed. */
   for (int i = 0; c.prob.data && i < c.prob.n_data; i++) {

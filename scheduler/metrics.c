@@ -158,6 +158,8 @@ static int fill(FILE *f, void *ud) {
     strata_json_int(&j, "bytes_recv", (int64_t)ps->bytes_recv);
     for (int i = 0; i < app->n_objectives; i++)
       strata_json_number(&j, app->objective_names[i], ps->objectives[i]);
+    for (int i = 0; i < app->n_controls; i++)
+      strata_json_number(&j, app->control_names[i], ps->control[i]);
     if (ps->has_view) {
       strata_json_object_begin(&j, "view");
       for (int i = 0; i < app->n_objectives; i++)

@@ -15,6 +15,14 @@ int strata_engine_is_ps(const char *mode) {
   return 0;
 }
 
+int strata__control_lag(const strata_engine_opts *o) {
+  if (!o || !o->mode || (strcmp(o->mode, "ssp") && strcmp(o->mode, "essp"))) return 2;
+  /* s clocks span s / K passes with K clocks per pass, s * W with W >= 1. */
+  int K = strata__clocks_per_pass(o->wpc);
+  int span = K ? (o->staleness + K - 1) / K : o->staleness * (int)o->wpc;
+  return 2 + span;
+}
+
 int strata__clocks_per_pass(double wpc) {
   if (wpc >= 1) return 0;
   return (int)lround(1.0 / wpc);

@@ -18,6 +18,10 @@
  * passes begin, on every worker at once (else the first worker set up
  * would spend pass 1 waiting for the last one's blocks).
  * Per pass, worker -> coordinator: TAG_REPORT struct pass_report.
+ * Per pass, coordinator -> each worker: TAG_CONTROL struct pass_control for
+ * pass k, sent once pass k - L is summed (passes 0..L-1 at the start); a
+ * worker receives it before it starts pass k. stop = 1 ends the run there,
+ * on every worker at the same pass (the run diverged).
  * Ring mode with a global block: after every sub-epoch each worker sends its
  * change of the global block to every other worker (TAG_GSYNC).
  * Between workers: chunk c of rotating block r with tag block_tag(r, c);
@@ -52,6 +56,7 @@ enum {
   TAG_PS = 10,    /* and 11: parameter-server tables (strata/table.h) */
   TAG_GSYNC = 12, /* ring: a worker's change of the global block in one sub-epoch */
   TAG_START = 13, /* set up / begin */
+  TAG_CONTROL = 14, /* the verdict and control values of a pass */
   TAG_EVAL_BASE = 1000,
   TAG_CHUNK_BASE = 20000
 };
@@ -85,6 +90,17 @@ typedef struct pass_report {
                        and rotating/global block objectives on the worker's view */
 } pass_report;
 
+typedef struct pass_control {
+  int32_t pass;  /* 0-based */
+  int32_t stop;  /* 1: do not start this pass; the run ends */
+  double ctl[STRATA_MAX_CONTROLS];
+} pass_control;
+
+/* The lag L between a pass summed and the pass its verdict governs: 2, or
+ * in ssp/essp 2 plus the passes that s clocks span, so that the verdict
+ * never holds a worker back more than the staleness bound does. */
+int strata__control_lag(const strata_engine_opts *o);
+
 /* A zeroed report for pass index `pass` (0-based) of worker `worker`. */
 static inline void strata__report_begin(pass_report *rep, int pass, int worker) {
   memset(rep, 0, sizeof *rep);
@@ -108,6 +124,14 @@ typedef struct strata__worker {
   /* called with each pass's report (serial: the coordinator's aggregator) */
   int (*report)(void *ud, const pass_report *rep);
   void *report_ud;
+  /* gives pass k's control before the pass starts, waiting for it if need
+   * be (serial: from the aggregator); NULL: no stop, no control values */
+  int (*control)(void *ud, int pass, pass_control *out);
+  /* while control waits (parameter-server modes: the table keeps serving,
+   * for peers may need this worker's shard to reach the pass summed) */
+  int (*waiting)(void *ctx);
+  void *waiting_ctx;
+  int stopped; /* the loop ended early on a stop verdict */
 } strata__worker;
 
 /* Runs every pass on a prepared worker (the ring, or in parameter-server
@@ -117,6 +141,9 @@ int strata__worker_loop(strata__worker *w);
  * table's initial values); rows come from the table chunk by chunk, their
  * changes go back as deltas, and clocks end per --wpc. */
 int strata__worker_loop_ps(strata__worker *w);
+/* Pass `pass`'s verdict (w->control, or none): *stop = 1 when the run ends
+ * before it; ctl gets its control values. */
+int strata__pass_verdict(strata__worker *w, int pass, int *stop, double *ctl);
 /* Scores this worker's eval blocks against w->res and w->rot as they are. */
 int strata__worker_score(strata__worker *w, int pass, double *partials);
 /* Clocks per pass for wpc < 1 (round(1/wpc)), 0 when a clock spans passes. */

@@ -384,6 +384,16 @@ static int score_view(psw *p, pass_report *rep) {
   return rc;
 }
 
+/* While a verdict is on its way: the shard keeps serving, for a peer may
+ * need it to finish the pass the verdict follows, and the passes whose
+ * snapshots land are scored and reported, for the verdict may wait on
+ * this worker's report. */
+static int serve_a_while(void *ctx) {
+  psw *p = ctx;
+  int rc = strata_table_serve_for(p->tb, 200e-6, 0);
+  return rc ? rc : drain(p, 0);
+}
+
 /* Ends the clock that closes a pass, asking first for the snapshot that
  * scores it. */
 static int end_pass_clock(psw *p, int last) {
@@ -432,6 +442,9 @@ int strata__worker_loop_ps(strata__worker *w) {
     chunks += (long)n * depth;
   }
   int passes = w->setup.passes;
+  w->waiting = serve_a_while;
+  w->waiting_ctx = &p;
+  double ctl[STRATA_MAX_CONTROLS];
   for (int pass = 0; pass < passes && !rc; pass++) {
     pass_report rep;
     strata__report_begin(&rep, pass, w->me);
@@ -440,7 +453,16 @@ int strata__worker_loop_ps(strata__worker *w) {
     p.clocks = 0;
     double t_pass = strata_now(), cpu0 = strata_cpu_seconds();
     long done = 0;
-    int last = pass == passes - 1;
+    int last = pass == passes - 1, stop = 0;
+    if ((rc = strata__pass_verdict(w, pass, &stop, ctl))) break;
+    if (stop) {
+      /* Every worker stops here, so every clock it waits for has ended;
+       * the passes before still report (their snapshots come). */
+      w->stopped = 1;
+      rc = drain(&p, 1);
+      break;
+    }
+    double verdict_s = strata_now() - t_pass;
     for (int s = 0; s < S && !rc; s++) {
       int n;
       const strata_task *tk = strata_schedule_tasks(&w->sched, s, w->me, &n);
@@ -451,7 +473,8 @@ int strata__worker_loop_ps(strata__worker *w) {
                                .data = &w->data[tk[i].data],
                                .resident = &w->res[tk[i].resident],
                                .rotating = &w->rot[tk[i].rotating],
-                               .global = w->global};
+                               .global = w->global,
+                               .control = w->app->n_controls ? ctl : NULL};
         for (int c = 0; c < depth && !rc; c++) {
           tv.chunk = c;
           strata_chunk_rows(tv.rotating->nrows, depth, c, &tv.row_lo, &tv.row_hi);
@@ -472,6 +495,7 @@ int strata__worker_loop_ps(strata__worker *w) {
     if (rc) break;
     st->time_s = strata_now() - t_pass - p.scored_s;
     take_table_stats(&p, st);
+    st->wait_s += verdict_s;
     p.delay_s = 0;
     double t0 = strata_now();
     if (w->app->block_objective) rc = resident_objectives(&p, pass, rep.partials);

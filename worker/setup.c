@@ -17,6 +17,27 @@ static int send_report(void *ud, const pass_report *rep) {
   return rc;
 }
 
+/* The coordinator's verdict on a pass, waited for without spinning (or,
+ * with w->waiting, while doing what the loop must keep doing). */
+static int mpi_control(void *ud, int pass, pass_control *out) {
+  strata__worker *w = ud;
+  strata_req rq = {0};
+  int rc = w->t->irecv(w->t->impl, out, sizeof *out, 0, TAG_CONTROL, &rq);
+  if (rc) return rc;
+  if (!w->waiting) {
+    rc = strata_comm_wait_idle(w->t, &rq);
+  } else {
+    for (int done = 0; !rc;) {
+      if ((rc = w->t->test(w->t->impl, &rq, &done)) || done) break;
+      rc = w->waiting(w->waiting_ctx);
+    }
+  }
+  if (!rc && out->pass != pass)
+    rc = strata_err_set(STRATA_ECOMM, "worker %d: verdict for pass %d while starting pass %d", w->me,
+                        out->pass + 1, pass + 1);
+  return rc;
+}
+
 static int recv_idle(strata_transport *t, void *buf, size_t len, int tag) {
   strata_req rq = {0};
   int rc = t->irecv(t->impl, buf, len, 0, tag, &rq);
@@ -209,6 +230,7 @@ int strata__worker_main(const strata_app *app, void *cfg, const strata_engine_op
                            .model_out = opts->model_out};
   w.report = send_report;
   w.report_ud = &w;
+  w.control = mpi_control;
   setup_header h;
   memset(&h, 0, sizeof h);
   *own_failure = 0;
@@ -225,7 +247,8 @@ int strata__worker_main(const strata_app *app, void *cfg, const strata_engine_op
                                opts->seed * 1000003u + (uint64_t)w.me, &dis);
   if (!rc) rc = strata__worker_loop(&w);
   strata__disrupt_stop(dis);
-  if (!rc && opts->model_out) rc = send_model(&w);
+  /* Stopped by the coordinator (the run diverged): nothing to export. */
+  if (!rc && opts->model_out && !w.stopped) rc = send_model(&w);
   if (rc) {
     /* Peers may be blocked on this rank and MPI may still write into its
      * buffers: keep them, and let the caller end the job. */

@@ -120,7 +120,7 @@ static int progress_sends(strata__worker *w, ring *rg) {
 }
 
 static int run_task(strata__worker *w, ring *rg, int pass, int s, const strata_task *task,
-                    int send_to, double *partials, strata_worker_stats *st) {
+                    int send_to, const double *ctl, double *partials, strata_worker_stats *st) {
   int r = task->rotating;
   strata_task_view tv = {
       .pass = pass,
@@ -130,6 +130,7 @@ static int run_task(strata__worker *w, ring *rg, int pass, int s, const strata_t
       .resident = &w->res[task->resident],
       .rotating = &w->rot[r],
       .global = w->global,
+      .control = w->app->n_controls ? ctl : NULL,
   };
   if (rg->incoming[r]) {
     int rc = adopt_incoming(w, rg, r, st);
@@ -216,6 +217,15 @@ static int evaluate(strata__worker *w, ring *rg, int pass, double *partials,
   }
   if (!rc) rc = strata__worker_score(w, pass, partials);
   st->eval_s += strata_now() - t0;
+  return rc;
+}
+
+int strata__pass_verdict(strata__worker *w, int pass, int *stop, double *ctl) {
+  pass_control v;
+  memset(&v, 0, sizeof v);
+  int rc = w->control ? w->control(w->report_ud, pass, &v) : 0;
+  *stop = v.stop;
+  memcpy(ctl, v.ctl, sizeof v.ctl);
   return rc;
 }
 
@@ -354,11 +364,19 @@ int strata__worker_loop(strata__worker *w) {
 
   int passes = w->setup.passes;
   int do_eval = w->has_eval && w->app->evaluate;
+  double ctl[STRATA_MAX_CONTROLS];
   for (int pass = 0; pass < passes && !rc; pass++) {
     pass_report rep;
     strata__report_begin(&rep, pass, w->me);
     strata_worker_stats *st = &rep.stats;
     double t_pass = strata_now(), cpu0 = strata_cpu_seconds();
+    int stop = 0;
+    if ((rc = strata__pass_verdict(w, pass, &stop, ctl))) break;
+    if (stop) {
+      w->stopped = 1;
+      break;
+    }
+    st->wait_s += strata_now() - t_pass;
     /* A straggler here: a clock is a pass of the ring. */
     if (w->opts && w->opts->straggler_ms && pass % rg.P == w->me)
       st->delay_s += strata__straggle_ms(w->opts->straggler_ms, w->opts->straggler_spin);
@@ -373,7 +391,7 @@ int strata__worker_loop(strata__worker *w) {
         int r = tk[i].rotating;
         int next = holder(w, &rg, (s + 1) % rg.S, r);
         int send_to = (next != w->me && !(last && pass == passes - 1)) ? next : -1;
-        rc = run_task(w, &rg, pass, s, &tk[i], send_to, rep.partials, st);
+        rc = run_task(w, &rg, pass, s, &tk[i], send_to, ctl, rep.partials, st);
       }
       if (!rc && sync) rc = gsync_post(w, &gs, st);
     }

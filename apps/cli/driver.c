@@ -106,7 +106,9 @@ void strata_driver_summary(const strata_run_result *r, const strata_engine_opts 
          r->wall_s > 0 ? 100 * r->coordinator_train_cpu_s / r->wall_s : 0.0, r->coordinator_cpu_s);
 }
 
-static int exit_code(int rc) { return rc == 0 ? 0 : rc == STRATA_EUSAGE ? 2 : 1; }
+static int exit_code(int rc) {
+  return rc == 0 ? 0 : rc == STRATA_EUSAGE ? 2 : rc == STRATA_EDIVERGED ? 3 : 1;
+}
 
 static int bad_value(const char *flag, const char *v, const char *want) {
   char q[STRATA_QUOTE_SIZE];

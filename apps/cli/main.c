@@ -3,7 +3,7 @@
  * the shared driver (driver.h: options, MPI, summary, exit codes);
  * `strata mf-predict` queries an exported MF model.
  *
- * Exit codes: 0 ok, 2 usage error, 1 runtime error; every rank exits with
+ * Exit codes: 0 ok, 2 usage error, 1 runtime error, 3 diverged; every rank exits with
  * the same code.
  */
 #include <stdio.h>
@@ -31,7 +31,7 @@ static void usage_main(FILE *f) {
   fprintf(f,
           "  %-12s %s\n\n"
           "Run 'strata APP --help' for an app's options.\n"
-          "Exit codes: 0 ok, 1 runtime error, 2 usage error.\n",
+          "Exit codes: 0 ok, 1 runtime error, 2 usage error, 3 the run diverged.\n",
           "mf-predict", "score (user, item) pairs or recommend with an exported MF model");
 }
 

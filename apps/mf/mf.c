@@ -7,6 +7,7 @@
  * pipeline chunk), users ascending inside a chunk so a user's row stays in
  * cache across consecutive updates.
  */
+#include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -63,6 +64,9 @@ static const strata_option mf_options[] = {
      "learning rate (AdaGrad: the base step)"},
     {"lr-decay", 0, STRATA_OPT_DOUBLE, OPT(lr_decay), "0.1", "D", 0, 100, NULL,
      "with --update sgd: the rate of pass t (from 0) is lr / (1 + D t)"},
+    {"lr-schedule", 0, STRATA_OPT_CHOICE, OPT(lr_schedule), "decay", "RULE", 0, 0, "decay|bold",
+     "with --update sgd: decay (lr / (1 + lr-decay t)), or bold: DSGD's bold driver, the rate "
+     "x1.05 after a pass whose training loss fell, x0.5 after one whose loss rose"},
     {"lambda", 0, STRATA_OPT_DOUBLE, OPT(lambda), "0.1", "L", 0, 100, NULL,
      "L2 regularisation of the factors"},
     {"lambda-bias", 0, STRATA_OPT_DOUBLE, OPT(lambda_bias), "0.05", "L", 0, 100, NULL,
@@ -83,6 +87,10 @@ static int mf_check(const void *vcfg, const strata_setup *setup) {
                           setup->workers);
   if (cfg->test && cfg->test_fraction > 0)
     return strata_err_set(STRATA_EUSAGE, "--test and --test-fraction exclude each other");
+  if (!strcmp(cfg->lr_schedule, "bold") && strcmp(cfg->update, "sgd"))
+    return strata_err_set(STRATA_EUSAGE,
+                          "--lr-schedule bold adapts plain SGD's rate: it needs --update sgd "
+                          "(AdaGrad adapts its own)");
   if (cfg->test && strncmp(cfg->data, "synth:", 6) == 0)
     return strata_err_set(STRATA_EUSAGE,
                           "--test needs --data from a file (use --test-fraction with synth:)");
@@ -412,8 +420,7 @@ static int mf_compute(void *state, const strata_task_view *tv, double *partials)
   const strata_mf_entry *ent =
       (const strata_mf_entry *)((const char *)tv->data->buf + data_entries_offset((int)h->depth));
   strata_mf_step st = w->step;
-  st.lr = st.adagrad ? (float)w->cfg->lr
-                     : (float)(w->cfg->lr / (1.0 + w->cfg->lr_decay * (double)tv->pass));
+  st.lr = (float)tv->control[0];
   uint32_t lo = off[tv->chunk], hi = off[tv->chunk + 1];
   partials[0] += strata_mf_sgd(&st, ent + lo, hi - lo, tv->resident->buf, tv->rotating->buf);
   partials[1] += (double)(hi - lo);
@@ -436,6 +443,28 @@ static int mf_evaluate(void *state, const strata_task_view *tv, double *partials
   partials[2] += sq;
   partials[3] += (double)n;
   return 0;
+}
+
+/* The rate of every pass (the base rate under AdaGrad). The bold driver
+ * compares the training RMSE of the newest pass the engine has summed with
+ * the one before; each pass k adds one comparison (known grows by one per
+ * pass), so the rule acts once per summed pass, L passes late. */
+static const char *const mf_control_names[] = {"lr"};
+
+static void mf_pass_control(const void *vcfg, int pass, const double *obj, int known,
+                            const double *prev, double *ctl) {
+  const strata_mf_config *cfg = vcfg;
+  if (strcmp(cfg->update, "sgd")) {
+    ctl[0] = cfg->lr;
+  } else if (strcmp(cfg->lr_schedule, "bold")) {
+    ctl[0] = cfg->lr / (1.0 + cfg->lr_decay * (double)pass);
+  } else if (!prev || known < 2) {
+    ctl[0] = cfg->lr;
+  } else {
+    double now = obj[(size_t)(known - 1) * STRATA_MAX_OBJECTIVES];
+    double before = obj[(size_t)(known - 2) * STRATA_MAX_OBJECTIVES];
+    ctl[0] = prev[0] * (now < before ? 1.05 : 0.5);
+  }
 }
 
 static void mf_objectives(const void *cfg, const strata_problem *prob, const double *p,
@@ -462,6 +491,18 @@ static void mf_describe(const void *vcfg, const strata_problem *prob, strata_jso
   strata_json_number(j, "lambda_bias", cfg->lambda_bias);
   strata_json_bool(j, "bias", !cfg->no_bias);
   strata_json_string(j, "update", cfg->update);
+  strata_json_string(j, "lr_schedule", cfg->lr_schedule);
+}
+
+/* STRATA_EDIVERGED naming the first non-finite value of n rows of k. */
+static int nonfinite(const float *v, uint32_t n, int k, const char *what, const int64_t *ids) {
+  for (size_t x = 0; x < (size_t)n * (size_t)k; x++)
+    if (!isfinite(v[x]))
+      return strata_err_set(STRATA_EDIVERGED,
+                            "the run diverged: the model holds a non-finite value in %s %" PRId64
+                            "), not written; try a smaller --lr, or --update adagrad",
+                            what, ids[x / (size_t)k]);
+  return 0;
 }
 
 static int mf_export(const void *vcfg, const strata_setup *setup, const strata_problem *prob,
@@ -494,6 +535,13 @@ static int mf_export(const void *vcfg, const strata_setup *setup, const strata_p
     model.bi[i] = m->bias ? row[m->kpad] : 0.0f;
     model.item_ids[i] = pv->items ? strata_idmap_id(pv->items, i) : (int64_t)i;
   }
+  /* A factor can overflow to infinity while every rating's error stays
+   * finite for a pass or two; such a model is never written. */
+  if ((rc = nonfinite(model.W, pv->n_users, k, "W (user", model.user_ids)) ||
+      (rc = nonfinite(model.H, pv->n_items, k, "H (item", model.item_ids)) ||
+      (rc = nonfinite(model.bu, pv->n_users, 1, "bu (user", model.user_ids)) ||
+      (rc = nonfinite(model.bi, pv->n_items, 1, "bi (item", model.item_ids)))
+    goto done;
   rc = strata_mf_model_write(dir, &model);
 done:
   strata_mf_model_close(&model);
@@ -523,6 +571,10 @@ const strata_app strata_app_mf = {
     .compute = mf_compute,
     .evaluate = mf_evaluate,
     .objectives = mf_objectives,
+    .diverged_hint = "try a smaller --lr, or --update adagrad",
+    .n_controls = 1,
+    .control_names = mf_control_names,
+    .pass_control = mf_pass_control,
     .describe = mf_describe,
     .export_model = mf_export,
 };

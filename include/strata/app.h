@@ -40,6 +40,7 @@
 
 #define STRATA_MAX_PARTIALS 16
 #define STRATA_MAX_OBJECTIVES 8
+#define STRATA_MAX_CONTROLS 4
 
 typedef struct strata_block {
   void *buf;          /* owned by whoever holds the block (strata_alloc_aligned) */
@@ -87,6 +88,9 @@ typedef struct strata_task_view {
   strata_block *global; /* NULL when the problem has none */
   int chunk;
   uint32_t row_lo, row_hi;
+  /* The pass's control values (app->pass_control; n_controls of them), the
+   * same on every worker; NULL when the app has none. */
+  const double *control;
 } strata_task_view;
 
 /* Which parameter block block_objective is given. */
@@ -151,13 +155,39 @@ typedef struct strata_app {
   int (*block_objective)(void *state, int pass, strata_block_kind kind, int id,
                          const strata_block *b, double *partials);
 
-  /* Coordinator: objective values from the partials summed over workers. */
+  /* Coordinator: objective values from the partials summed over workers.
+   * A value may be NaN where it is not defined (no test set). After every
+   * pass the engine checks the summed partials: one that is NaN or infinite
+   * ends the run as diverged (STRATA_EDIVERGED, exit code 3 from the CLI) on
+   * every rank, naming the pass and the objectives it makes non-finite, and
+   * nothing is exported. */
   void (*objectives)(const void *cfg, const strata_problem *prob, const double *partials,
                      double *values);
+  /* Optional: what the diverged message suggests ("try a smaller --lr"). */
+  const char *diverged_hint;
+
+  /* Optional per-pass control values (a step size, say) derived from the
+   * objectives of earlier passes, identical on every worker and in every
+   * mode. pass_control runs on the coordinator and fills ctl[0..n_controls)
+   * for pass `pass` (0-based) from the objectives of passes 0..known-1
+   * (objectives[q * STRATA_MAX_OBJECTIVES + i]) and the previous pass's
+   * values (prev; NULL for pass 0). The engine decides pass k's values once
+   * pass k - L is summed (known = k - L + 1; 0 for k < L), with a lag L of 2
+   * passes (parameter-server modes with staleness s: 2 plus the passes s
+   * clocks span), so workers never wait for them in the normal course: a
+   * worker starting pass k waits only until pass k - L is summed. compute
+   * reads them as tv->control; the metrics record them per pass under
+   * control_names. */
+  int n_controls;
+  const char *const *control_names;
+  void (*pass_control)(const void *cfg, int pass, const double *objectives, int known,
+                       const double *prev, double *ctl);
   /* Coordinator, optional: app fields for the metrics summary (--metrics-out),
    * e.g. "rank", "ratings". */
   void (*describe)(const void *cfg, const strata_problem *prob, strata_json *j);
-  /* Coordinator, optional: write the final model (blocks hold final values). */
+  /* Coordinator, optional: write the final model (blocks hold final values).
+   * An app whose parameters can turn non-finite without its objectives
+   * showing it checks them here and refuses with STRATA_EDIVERGED. */
   int (*export_model)(const void *cfg, const strata_setup *setup, const strata_problem *prob,
                       const char *dir);
 } strata_app;

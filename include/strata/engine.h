@@ -84,6 +84,7 @@ typedef struct strata_pass_stats {
                               parameter-server modes the pure snapshot of the
                               table at the pass's last clock (NaN when the pass
                               ends inside a clock, --wpc > 1) */
+  double control[STRATA_MAX_CONTROLS]; /* the pass's control values (app->pass_control) */
   int has_view;             /* score_view: view_objectives are set */
   double view_objectives[STRATA_MAX_OBJECTIVES]; /* the workers' views, summed as
                               the objectives are */

@@ -34,7 +34,8 @@
   XX(EEMPTY, -10, "empty input")                                     \
   XX(EINTR, -11, "interrupted")                                      \
   XX(EPEER, -12, "another rank failed")                              \
-  XX(ETOOBIG, -13, "message too large")
+  XX(ETOOBIG, -13, "message too large")                              \
+  XX(EDIVERGED, -14, "the run diverged (a non-finite objective or parameter)")
 
 typedef enum {
 #define STRATA_ERR_ENUM_(name, val, desc) STRATA_##name = (val),

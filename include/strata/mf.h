@@ -41,6 +41,9 @@ typedef struct strata_mf_config {
   double init_scale;
   int no_bias;
   const char *update; /* "adagrad" or "sgd" */
+  const char *lr_schedule; /* sgd: "decay" (lr / (1 + lr_decay t)) or "bold" (the bold
+                              driver: x1.05 after a pass whose training loss fell,
+                              x0.5 after one whose loss rose) */
   int duplicate;      /* block-diagonal copies of the data (weak scaling), >= 1 */
 } strata_mf_config;
 

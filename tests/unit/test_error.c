@@ -69,7 +69,7 @@ static void test_zero_and_unknown_codes(void **state) {
   (void)state;
   assert_string_equal(strata_strerror(0), "success");
   assert_string_equal(strata_err_name(0), "STRATA_OK");
-  const int unknown[] = {1, 42, -14, -1000, INT32_MIN};
+  const int unknown[] = {1, 42, -15, -1000, INT32_MIN};
   for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
     assert_string_equal(strata_strerror(unknown[i]), "unknown error");
     assert_string_equal(strata_err_name(unknown[i]), "STRATA_EUNKNOWN");
