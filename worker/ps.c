@@ -248,6 +248,21 @@ static void adopt_snapshot(psw *p, const float *rows) {
   if (w->global) memcpy(w->global->buf, rows + (size_t)p->off[nrot] * p->L, w->global->len);
 }
 
+/* A pass whose snapshot is in (or that has none): scores it, keeps the
+ * last pass's snapshot as the final model, reports it. The time counts as
+ * scoring done outside the pass under way. */
+static int complete(psw *p, pending *e) {
+  strata__worker *w = p->w;
+  double t0 = strata_now();
+  int rc = e->snap ? score(p, e) : 0;
+  if (!rc && e->rows && e->rep.pass == w->setup.passes && w->opts->model_out)
+    adopt_snapshot(p, e->rows);
+  p->scored_s += strata_now() - t0;
+  if (!rc) rc = w->report(w->report_ud, &e->rep);
+  give_buffer(p, e->rows);
+  return rc;
+}
+
 /* Scores and reports the waiting passes whose snapshots are in, oldest
  * first; with wait, all of them. */
 static int drain(psw *p, int wait) {
@@ -257,12 +272,7 @@ static int drain(psw *p, int wait) {
     int done = 1;
     if (e->snap && (rc = strata_table_snapshot_test(p->tb, e->snap, wait, &done))) break;
     if (!done) break;
-    double t0 = strata_now();
-    if (e->snap) rc = score(p, e);
-    if (!rc && e->rep.pass == p->w->setup.passes && p->w->opts->model_out) adopt_snapshot(p, e->rows);
-    p->scored_s += strata_now() - t0;
-    if (!rc) rc = p->w->report(p->w->report_ud, &e->rep);
-    give_buffer(p, e->rows);
+    rc = complete(p, e);
     memmove(p->q, p->q + 1, (size_t)--p->n_q * sizeof *p->q);
   }
   return rc;
@@ -292,10 +302,7 @@ static int queue_pass(psw *p, const pass_report *rep, int last) {
     if (p->n_q == 1 && (rc = strata_table_snapshot_test(p->tb, e->snap, last, &done))) return rc;
     if (done) {
       e->res_live = 1;
-      rc = score(p, e);
-      if (!rc && last && w->opts->model_out) adopt_snapshot(p, e->rows);
-      if (!rc) rc = w->report(w->report_ud, &e->rep);
-      give_buffer(p, e->rows);
+      rc = complete(p, e);
       p->n_q--;
       return rc;
     }
