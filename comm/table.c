@@ -508,6 +508,18 @@ static int32_t need_age(const strata_table *tb, int s) {
   return tb->clock - s;
 }
 
+/* Sends shard X a message of k row ids (a READ or a SNAP) with the given
+ * clock field; its bytes count into *bytes. */
+static int post_row_list(strata_table *tb, int X, uint32_t type, int32_t clock, const uint32_t *rows,
+                         uint32_t k, uint64_t *bytes) {
+  size_t sz = ps_msg_size(k, tb->L, 0);
+  void *m = strata_malloc(sz);
+  if (!m) return fail(tb, strata_err_set(STRATA_ENOMEM, "table: out of memory for a request"));
+  *(ps_hdr *)m = (ps_hdr){.type = type, .from = tb->me, .clock = clock, .nrows = k};
+  memcpy(ps_msg_rows(m), rows, k * sizeof *rows);
+  return post_counted(tb, X, tb->c.tag, m, sz, bytes);
+}
+
 /* Sends one READ per shard for the rows in [lo, hi) (of list, if given)
  * older than `need` without an outstanding request that would bring them
  * fresh enough. With force > 0, also rows not from the newest clock
@@ -538,16 +550,8 @@ static int request(strata_table *tb, const uint32_t *list, uint32_t lo, uint32_t
       tb->req_age[g] = min_age;
     }
     if (!k) continue;
-    size_t sz = ps_msg_size(k, tb->L, 0);
-    void *m = strata_malloc(sz);
-    if (!m) {
-      rc = fail(tb, strata_err_set(STRATA_ENOMEM, "table: out of memory for a request"));
-      break;
-    }
-    *(ps_hdr *)m = (ps_hdr){.type = PS_READ, .from = tb->me, .clock = min_age, .nrows = k};
-    memcpy(ps_msg_rows(m), rows, k * sizeof *rows);
     tb->st.requests += k;
-    rc = post(tb, X, tb->c.tag, m, sz);
+    rc = post_row_list(tb, X, PS_READ, min_age, rows, k, &tb->st.bytes_sent);
   }
   strata_free(rows);
   return rc;
@@ -718,15 +722,7 @@ int strata_table_snapshot_request(strata_table *tb, const uint32_t *rows, uint32
     for (uint32_t i = 0; i < n; i++)
       if ((int)(rows[i] % (uint32_t)tb->P) == X) list[k++] = rows[i];
     if (!k) continue;
-    size_t sz = ps_msg_size(k, tb->L, 0);
-    void *m = strata_malloc(sz);
-    if (!m) {
-      rc = fail(tb, strata_err_set(STRATA_ENOMEM, "table: out of memory for a snapshot"));
-      break;
-    }
-    *(ps_hdr *)m = (ps_hdr){.type = PS_SNAP, .from = tb->me, .clock = id, .nrows = k};
-    memcpy(ps_msg_rows(m), list, k * sizeof *list);
-    rc = post_counted(tb, X, tb->c.tag, m, sz, &tb->st.snapshot_bytes);
+    rc = post_row_list(tb, X, PS_SNAP, id, list, k, &tb->st.snapshot_bytes);
   }
   strata_free(list);
   return rc;
