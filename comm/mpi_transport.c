@@ -189,28 +189,3 @@ void strata_comm_abort(strata_transport *t, int code) {
   (void)t;
   MPI_Abort(MPI_COMM_WORLD, code);
 }
-
-int strata_comm_wait(const strata_transport *t, strata_req *req) {
-  int done = 0;
-  while (!done) {
-    int rc = t->test(t->impl, req, &done);
-    if (rc) return rc;
-  }
-  return 0;
-}
-
-int strata_comm_wait_all_idle(const strata_transport *t, strata_req *reqs, int n) {
-  long ns = 50000;
-  for (;;) {
-    int all = 0;
-    int rc = t->test_all(t->impl, reqs, n, &all);
-    if (rc || all) return rc;
-    struct timespec ts = {0, ns};
-    nanosleep(&ts, NULL);
-    if (ns < 5000000) ns *= 2;
-  }
-}
-
-int strata_comm_wait_idle(const strata_transport *t, strata_req *req) {
-  return strata_comm_wait_all_idle(t, req, 1);
-}

@@ -11,17 +11,15 @@
  * each sent batch until a shard has confirmed it, and re-adds the kept ones
  * and the current oplog to every row it receives.
  */
-#include <ev.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "comm/ps.h"
+#include "core/wait.h"
 #include "strata/core.h"
 #include "strata/table.h"
 
-#define WAIT_MIN 20e-6
-#define WAIT_MAX 1e-3
 
 typedef struct kept {
   int32_t stamp;
@@ -84,7 +82,6 @@ struct strata_table {
   int n_out, cap_out;
   strata_req *reqs_scratch;
   strata_table_stats st;
-  struct ev_loop *loop;
 };
 
 static int rank_of(const strata_table *tb, int w) { return tb->c.rank_base + w; }
@@ -430,32 +427,13 @@ typedef struct waiter {
   strata_table *tb;
   int (*ready)(strata_table *, void *);
   void *ctx;
-  double interval;
-  double until; /* > 0: also stop then, and never sleep past it */
-  int rc;
-  ev_timer timer;
 } waiter;
 
-static void on_wait_timer(struct ev_loop *loop, ev_timer *w, int revents) {
-  (void)revents;
-  waiter *wt = w->data;
-  int progressed = 0;
-  wt->rc = serve(wt->tb, &progressed);
-  if (wt->rc || wt->ready(wt->tb, wt->ctx)) {
-    ev_break(loop, EVBREAK_ONE);
-    return;
-  }
-  wt->interval = progressed ? WAIT_MIN : (wt->interval * 2 < WAIT_MAX ? wt->interval * 2 : WAIT_MAX);
-  w->repeat = wt->interval;
-  if (wt->until > 0) {
-    double left = wt->until - strata_now();
-    if (left <= 0) {
-      ev_break(loop, EVBREAK_ONE);
-      return;
-    }
-    if (left < w->repeat) w->repeat = left;
-  }
-  ev_timer_again(loop, w);
+static int serve_poll(void *ctx, int *done, int *progressed) {
+  waiter *wt = ctx;
+  int rc = serve(wt->tb, progressed);
+  *done = !rc && wt->ready(wt->tb, wt->ctx);
+  return rc;
 }
 
 /* Serves until ready (or, with until > 0, until that time); returns the
@@ -463,18 +441,15 @@ static void on_wait_timer(struct ev_loop *loop, ev_timer *w, int revents) {
 static int run_waiter(strata_table *tb, int (*ready)(strata_table *, void *), void *ctx,
                       double until, double *took) {
   int progressed;
-  double t0 = strata_now();
   *took = 0;
   int rc = serve(tb, &progressed);
   if (rc || ready(tb, ctx)) return rc;
-  waiter wt = {.tb = tb, .ready = ready, .ctx = ctx, .interval = WAIT_MIN, .until = until};
-  ev_timer_init(&wt.timer, on_wait_timer, WAIT_MIN, WAIT_MIN);
-  wt.timer.data = &wt;
-  ev_timer_start(tb->loop, &wt.timer);
-  ev_run(tb->loop, 0);
-  ev_timer_stop(tb->loop, &wt.timer);
+  double t0 = strata_now();
+  waiter wt = {.tb = tb, .ready = ready, .ctx = ctx};
+  strata__wait_conf wc = {.ceiling = STRATA__WAIT_IDLE, .until = until};
+  rc = strata__wait(serve_poll, &wt, &wc);
   *took = strata_now() - t0;
-  return wt.rc;
+  return rc;
 }
 
 static int wait_until(strata_table *tb, int (*ready)(strata_table *, void *), void *ctx) {
@@ -795,7 +770,6 @@ void strata_table_free(strata_table *tb) {
   strata_free(tb->subs);
   strata_free(tb->dirty);
   strata_free(tb->dirty_list);
-  if (tb->loop) ev_loop_destroy(tb->loop);
   strata_free(tb);
 }
 
@@ -842,14 +816,9 @@ int strata_table_open(strata_transport *t, const strata_table_conf *conf, const 
   tb->subs = strata_calloc(nl * (size_t)tb->P, 1);
   tb->dirty = strata_calloc(nl, 1);
   tb->dirty_list = strata_malloc(nl * sizeof *tb->dirty_list);
-  tb->loop = ev_loop_new(EVFLAG_AUTO);
   if (!tb->cache || !tb->age || !tb->req_age || !tb->sub || !acc_ok ||
       !tb->kept || !tb->vals || !tb->subs || !tb->dirty || !tb->dirty_list) {
     rc = strata_err_set(STRATA_ENOMEM, "table: out of memory for %zu rows of %zu floats", n, L);
-    goto fail;
-  }
-  if (!tb->loop) {
-    rc = strata_err_set(STRATA_ECOMM, "table: cannot create an event loop");
     goto fail;
   }
   if ((rc = ps_oplog_init(&tb->log, conf->n_rows, conf->row_len))) goto fail;

@@ -221,3 +221,19 @@ const char *strata_quote(char *dst, size_t dstsz, const char *src, size_t len) {
   dst[o] = '\0';
   return dst;
 }
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+double strata_median(const double *v, int n) {
+  if (n <= 0) return 0.0 / 0.0;
+  double *c = strata_malloc((size_t)n * sizeof *c);
+  if (!c) return 0.0 / 0.0;
+  memcpy(c, v, (size_t)n * sizeof *c);
+  qsort(c, (size_t)n, sizeof *c, cmp_double);
+  double m = n % 2 ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
+  strata_free(c);
+  return m;
+}

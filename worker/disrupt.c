@@ -8,7 +8,7 @@
 #include <stdatomic.h>
 #include <time.h>
 
-#include "scheduler/protocol.h"
+#include "worker/worker.h"
 #include "strata/core.h"
 
 struct strata__disrupt {

@@ -3,10 +3,10 @@
  * coordinator, run the passes, send the model back when asked to.
  */
 #include <string.h>
-#include <time.h>
 
-#include "scheduler/protocol.h"
+#include "core/wait.h"
 #include "strata/core.h"
+#include "worker/worker.h"
 
 static int send_report(void *ud, const pass_report *rep) {
   strata__worker *w = ud;
@@ -45,30 +45,6 @@ static int recv_idle(strata_transport *t, void *buf, size_t len, int tag) {
   return rc;
 }
 
-int strata__setup_blocks(const strata_schedule *s, int w, int all_rot, strata_block *data,
-                         strata_block *eval, strata_block *res, strata_block *rot,
-                         strata_block **out, size_t *total) {
-  int n = 0;
-  *total = 0;
-#define TAKE(b)          \
-  do {                   \
-    if ((b)->len) {      \
-      out[n++] = (b);    \
-      *total += (b)->len; \
-    }                    \
-  } while (0)
-  for (int i = 0; i < s->n_data; i++)
-    if (strata_schedule_data_owner(s, i) == w) TAKE(&data[i]);
-  for (int i = 0; eval && i < s->n_data; i++)
-    if (strata_schedule_data_owner(s, i) == w) TAKE(&eval[i]);
-  for (int i = 0; i < s->n_resident; i++)
-    if (strata_schedule_resident_owner(s, i) == w) TAKE(&res[i]);
-  for (int i = 0; i < s->n_rotating; i++)
-    if (all_rot || strata_schedule_rotating_holder(s, i, 0) == w) TAKE(&rot[i]);
-#undef TAKE
-  return n;
-}
-
 /* Receives the bundle of this worker's blocks and gives each block its own
  * aligned buffer (blocks are freed one by one later). */
 static int receive_blocks(strata__worker *w) {
@@ -81,7 +57,7 @@ static int receive_blocks(strata__worker *w) {
   int rc = 0;
   if (!list) return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
   size_t total;
-  int n = strata__setup_blocks(s, w->me, strata_engine_is_ps(w->setup.mode), w->data, w->has_eval ? w->eval : NULL, w->res, w->rot,
+  int n = strata__setup_blocks(s, w->me, strata__mode_all_rotating(w->setup.mode), w->data, w->has_eval ? w->eval : NULL, w->res, w->rot,
                                list, &total);
   int pieces = (int)((total + STRATA__PIECE - 1) / STRATA__PIECE);
   bundle = strata_malloc(total ? total : 1);
@@ -193,21 +169,27 @@ static int send_model(strata__worker *w) {
   return rc;
 }
 
-/* Ready, then waits for every other worker to be (protocol.h). The wait
- * sleeps 100 us between tests, not wait_idle's back-off to 5 ms: workers
- * must leave it within about 0.1 ms of each other, or the first one out
- * spends pass 1 waiting (a whole pass on a small problem). */
+static int test_one(void *ctx, int *done, int *progressed) {
+  void **c = ctx; /* {transport, request} */
+  strata_transport *t = c[0];
+  int rc = t->test(t->impl, c[1], done);
+  *progressed = *done;
+  return rc;
+}
+
+/* Ready, then waits for every other worker to be (comm/protocol.h). The
+ * wait polls at least every STRATA__WAIT_PROMPT: workers must leave it
+ * within about 0.1 ms of each other, or the first one out spends pass 1
+ * waiting (a whole pass on a small problem). */
 static int start_together(strata_transport *t) {
   char none = 0;
   strata_req rq = {0};
   int rc = t->isend(t->impl, &none, 0, 0, TAG_START, &rq);
   if (!rc) rc = strata_comm_wait_idle(t, &rq);
   if (!rc) rc = t->irecv(t->impl, &none, 0, 0, TAG_START, &rq);
-  for (int done = 0; !rc;) {
-    if ((rc = t->test(t->impl, &rq, &done)) || done) break;
-    struct timespec ts = {0, 100000};
-    nanosleep(&ts, NULL);
-  }
+  void *ctx[2] = {t, &rq};
+  strata__wait_conf wc = {.ceiling = STRATA__WAIT_PROMPT};
+  if (!rc) rc = strata__wait(test_one, ctx, &wc);
   return rc;
 }
 
@@ -257,4 +239,24 @@ int strata__worker_main(const strata_app *app, void *cfg, const strata_engine_op
   }
   strata__worker_close(&w);
   return 0;
+}
+void strata__worker_close(strata__worker *w) {
+  if (w->state && w->app->worker_free) w->app->worker_free(w->state);
+  w->state = NULL;
+  int nd = w->sched.n_data, nr = w->sched.n_resident, nt = w->sched.n_rotating;
+  for (int i = 0; w->data && i < nd; i++) strata_free(w->data[i].buf);
+  for (int i = 0; w->eval && i < nd; i++) strata_free(w->eval[i].buf);
+  for (int i = 0; w->res && i < nr; i++) strata_free(w->res[i].buf);
+  for (int i = 0; w->rot && i < nt; i++) strata_free(w->rot[i].buf);
+  strata_free(w->data);
+  strata_free(w->eval);
+  strata_free(w->res);
+  strata_free(w->rot);
+  w->data = w->eval = w->res = w->rot = NULL;
+  if (w->global && w->t) { /* in serial mode the problem owns it */
+    strata_free(w->global->buf);
+    strata_free(w->global);
+  }
+  w->global = NULL;
+  strata_schedule_close(&w->sched);
 }

@@ -22,12 +22,12 @@ typedef struct cli_opts {
   strata_engine_opts eng;
   int quiet, verbose;
   uint64_t seed;
-  const char *staleness, *wpc, *prefetch, *straggler, *disrupt;
+  const char *mode, *staleness, *wpc, *prefetch, *straggler, *disrupt;
 } cli_opts;
 
 #define EOPT(field) offsetof(cli_opts, field)
 static const strata_option engine_options[] = {
-    {"mode", 'm', STRATA_OPT_CHOICE, EOPT(eng.mode), "scheduled", "MODE", 0, 0,
+    {"mode", 'm', STRATA_OPT_CHOICE, EOPT(mode), "scheduled", "MODE", 0, 0,
      "scheduled|serial|bsp|absp|ssp|essp|async",
      "scheduled: parameter blocks rotate on a ring of workers; serial: one process, no MPI; "
      "bsp, absp, ssp, essp, async: data-parallel workers against a parameter-server table"},
@@ -85,7 +85,8 @@ static void usage_app(FILE *f, const strata_driver *d, const strata_app *app,
 void strata_driver_summary(const strata_run_result *r, const strata_engine_opts *opts) {
   (void)opts;
   const strata_app *app = r->app;
-  printf("summary: %s %s, %d worker%s, %d strata, %d passes, %llu examples\n", app->name, r->mode,
+  printf("summary: %s %s, %d worker%s, %d strata, %d passes, %llu examples\n", app->name,
+         strata_mode_name(r->mode),
          r->workers, r->workers == 1 ? "" : "s", r->strata, r->passes,
          (unsigned long long)r->n_examples);
   printf("  time per pass %.4f s (median of passes %s), %.2f M %s/s, training %.2f s, load %.2f s\n",
@@ -177,7 +178,8 @@ static int only_keys(const char *flag, const char *spec, const char *keys, const
 static int engine_flags(cli_opts *co, const strata_driver *drv) {
   strata_engine_opts *e = &co->eng;
   long v = 0;
-  int rc = 0;
+  int rc = strata_mode_parse(co->mode, &e->mode);
+  if (rc) return rc;
   e->staleness = -1;
   if (co->staleness && (rc = parse_long("staleness", co->staleness, 0, 1000000, &v))) return rc;
   if (co->staleness) e->staleness = (int)v;
@@ -189,11 +191,11 @@ static int engine_flags(cli_opts *co, const strata_driver *drv) {
                 : !strcmp(co->prefetch, "aggressive")   ? STRATA_PREFETCH_AGGRESSIVE
                                                          : STRATA_PREFETCH_CONSERVATIVE;
   if ((rc = strata_engine_resolve(e, co->staleness != NULL, co->wpc != NULL, pf))) return rc;
-  if (e->score_view && !strata_engine_is_ps(e->mode))
+  if (e->score_view && !strata_mode_is_ps(e->mode))
     return strata_err_set(STRATA_EUSAGE,
                           "--score-view applies to the parameter-server modes (bsp, absp, ssp, "
                           "essp, async), not --mode %s: there the model is what the workers see",
-                          e->mode);
+                          co->mode);
   char buf[64];
   if (co->straggler) {
     const char *want = "delay=MS[,spin=0|1]";
@@ -288,7 +290,7 @@ int strata_driver_main(const strata_app *app, const strata_driver *d, int argc, 
   co.eng.seed = co.seed;
   co.eng.progress = !co.quiet;
   if ((rc = engine_flags(&co, d))) goto out;
-  int serial = strcmp(co.eng.mode, "serial") == 0;
+  int serial = co.eng.mode == STRATA_MODE_SERIAL;
   int P = serial ? 1 : t.size - 1;
   if (serial && t.size != 1) {
     rc = strata_err_set(STRATA_EUSAGE, "--mode serial runs in one process; got %d MPI ranks",
@@ -299,7 +301,7 @@ int strata_driver_main(const strata_app *app, const strata_driver *d, int argc, 
     rc = strata_err_set(STRATA_EUSAGE,
                         "--mode %s needs a coordinator and at least one worker: "
                         "run 'mpirun -np P+1 %s ...' (P >= 1), or use --mode serial",
-                        co.eng.mode, d->prog);
+                        co.mode, d->prog);
     goto out;
   }
   strata_setup setup = {.workers = P,
@@ -316,11 +318,11 @@ int strata_driver_main(const strata_app *app, const strata_driver *d, int argc, 
   if (t.rank == 0 && !co.quiet) {
     fprintf(stderr, "strata %s (git %s; %s; %s)\n", STRATA_VERSION, STRATA_GIT_REV,
             STRATA_BUILD_FLAGS, STRATA_COMPILER);
-    fprintf(stderr, "  %s, %d worker%s, %d strata\n", co.eng.mode, P, P == 1 ? "" : "s",
+    fprintf(stderr, "  %s, %d worker%s, %d strata\n", co.mode, P, P == 1 ? "" : "s",
             setup.strata);
-    if (strata_engine_is_ps(co.eng.mode)) {
+    if (strata_mode_is_ps(co.eng.mode)) {
       static const char *const pf[] = {"none", "conservative", "aggressive"};
-      if (strcmp(co.eng.mode, "async"))
+      if (co.eng.mode != STRATA_MODE_ASYNC)
         fprintf(stderr, "  staleness %d, ", co.eng.staleness);
       else
         fprintf(stderr, "  no staleness bound, ");

@@ -36,36 +36,41 @@
 #include "strata/error.h"
 #include "strata/json.h"
 #include "strata/options.h"
+#include "strata/problem.h"
 #include "strata/schedule.h"
 
 #define STRATA_MAX_PARTIALS 16
 #define STRATA_MAX_OBJECTIVES 8
 #define STRATA_MAX_CONTROLS 4
 
-typedef struct strata_block {
-  void *buf;          /* owned by whoever holds the block (strata_alloc_aligned) */
-  size_t len;         /* bytes */
-  uint32_t nrows;     /* rotating blocks: row count (len == nrows * row_bytes) */
-  uint32_t row_bytes; /* rotating blocks: bytes per row; 0 for other blocks */
-} strata_block;
-
-/* What `load` produces on the coordinator. The engine takes ownership of
- * every buffer (freed with strata_free) once load returns 0. */
-typedef struct strata_problem {
-  void *meta;    /* bytes every worker receives before worker_init (may be NULL) */
-  size_t meta_len;
-  int n_data, n_resident, n_rotating;
-  strata_block *data;     /* n_data entries (strata_malloc'd array) */
-  strata_block *eval;     /* NULL, or n_data entries (len 0 = none for that block) */
-  strata_block *resident; /* n_resident entries, initial values */
-  strata_block *rotating; /* n_rotating entries, initial values */
-  strata_block global;    /* len 0: none; else nrows rows of row_bytes, floats */
-  uint64_t n_examples;    /* training examples processed per pass */
-  void *priv;             /* coordinator-only app state (id maps, ...) */
-  void (*priv_free)(void *priv); /* releases priv; called by strata_problem_close */
-} strata_problem;
 
 /* Engine settings every callback may read. */
+/* How a run moves its parameters: scheduled (the ring of rotating blocks,
+ * the default), serial (one process, the same path with P = 1 and no
+ * messages), or a parameter-server mode, where data-parallel workers read
+ * and update sharded tables under BSP, A-BSP (work per clock), SSP
+ * (bounded staleness), ESSP (SSP with eager server push) or async. */
+typedef enum strata_mode {
+  STRATA_MODE_SCHEDULED,
+  STRATA_MODE_SERIAL,
+  STRATA_MODE_BSP,
+  STRATA_MODE_ABSP,
+  STRATA_MODE_SSP,
+  STRATA_MODE_ESSP,
+  STRATA_MODE_ASYNC,
+  STRATA_N_MODES
+} strata_mode;
+
+/* The mode's name as the CLI spells it ("scheduled", "ssp", ...); "?" out of range. */
+STRATA_EXPORT const char *strata_mode_name(strata_mode m);
+/* Parses a mode name into *out; STRATA_EUSAGE with a message naming the
+ * modes when it is none of them. */
+STRATA_EXPORT int strata_mode_parse(const char *name, strata_mode *out);
+/* Whether m runs data-parallel against parameter-server tables (bsp, absp,
+ * ssp, essp, async). */
+STRATA_EXPORT int strata_mode_is_ps(strata_mode m);
+
+
 typedef struct strata_setup {
   int workers;     /* P */
   int strata;      /* B: strata requested (apps block their data B x B) */
@@ -73,7 +78,7 @@ typedef struct strata_setup {
   int passes;
   uint64_t seed;
   int worker;      /* this worker's index 0..P-1; -1 on the coordinator */
-  const char *mode;       /* "scheduled", "serial", or a parameter-server mode */
+  strata_mode mode; /* how parameters move (names: strata_mode_name) */
   const char *model_out;  /* --model-out directory or NULL */
 } strata_setup;
 
@@ -192,11 +197,6 @@ typedef struct strata_app {
                       const char *dir);
 } strata_app;
 
-/* Releases every buffer of a problem and zeroes it; safe on a zeroed one. */
-STRATA_EXPORT void strata_problem_close(strata_problem *prob);
 
-/* Allocates the block arrays of a problem (zeroed). 0 or STRATA_ENOMEM. */
-STRATA_EXPORT int strata_problem_alloc(strata_problem *prob, int n_data, int n_resident,
-                                       int n_rotating, int with_eval);
 
 #endif

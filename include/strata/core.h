@@ -129,4 +129,8 @@ STRATA_EXPORT const char *strata_quote(char *dst, size_t dstsz, const char *src,
 /* Rounds n up to a multiple of m (m > 0). */
 static inline size_t strata_round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
+/* Median of n doubles (copied, input untouched); NaN when n == 0 or out
+ * of memory. */
+STRATA_EXPORT double strata_median(const double *v, int n);
+
 #endif

@@ -16,8 +16,7 @@
 #include "strata/transport.h"
 
 typedef struct strata_engine_opts {
-  const char *mode;        /* "scheduled" (default), "serial", or a parameter-server mode:
-                              "bsp", "absp", "ssp", "essp", "async" */
+  strata_mode mode;
   int strata;              /* B; 0 = number of workers */
   int depth;               /* pipeline chunks per rotating block, >= 1 */
   int passes;              /* >= 1 */
@@ -43,9 +42,6 @@ typedef struct strata_engine_opts {
    * as view_objectives: what the workers' reads saw. */
   int score_view;
 } strata_engine_opts;
-
-/* Whether mode names a parameter-server back-end. */
-STRATA_EXPORT int strata_engine_is_ps(const char *mode);
 
 /* Checks the mode's settings and fills its defaults: staleness < 0 means
  * "not given"; wpc is given by the flag wpc_given, and otherwise, when > 0,
@@ -94,7 +90,7 @@ typedef struct strata_pass_stats {
 typedef struct strata_run_result {
   const strata_app *app;
   const void *cfg;
-  const char *mode;
+  strata_mode mode;
   const strata_engine_opts *opts; /* as the run used them (defaults resolved) */
   int workers, strata, depth, passes;
   uint64_t n_examples;
@@ -153,8 +149,5 @@ STRATA_EXPORT int strata_engine_finish(strata_transport *t, int rc);
 /* Writes the JSON summary atomically (temp file + rename). */
 STRATA_EXPORT int strata_metrics_write(const char *path, const strata_run_result *r,
                                        const char *const *argv, int argc);
-
-/* Median of n doubles (copied, input untouched); NaN when n == 0. */
-STRATA_EXPORT double strata_median(const double *v, int n);
 
 #endif

@@ -24,7 +24,7 @@
  * Threading and progress: one thread per rank calls the table
  * (MPI_THREAD_FUNNELED). Server work runs whenever that thread enters the
  * table (get, inc, clock, refresh, serve); while a read waits for fresh
- * data, a libev loop polls MPI on a timer backing off from 20 us to 1 ms, so
+ * data, it polls on strata's back-off wait (20 us doubling to 1 ms), so
  * a blocked worker never spins a core. Engines call strata_table_serve
  * between pieces of work so that peers' requests are answered promptly.
  */

@@ -634,7 +634,7 @@ static int fill_report(FILE *f, void *ud) {
   strata_json_init(&j, f);
   strata_json_object_begin(&j, NULL);
   strata_json_string(&j, "app", "blocksum");
-  strata_json_string(&j, "mode", rp->setup->mode);
+  strata_json_string(&j, "mode", strata_mode_name(rp->setup->mode));
   strata_json_int(&j, "workers", rp->setup->workers);
   strata_json_int(&j, "strata", m->B);
   strata_json_int(&j, "depth", rp->setup->depth);

@@ -15,7 +15,7 @@
 static void print_summary(const strata_run_result *r, const strata_engine_opts *opts) {
   const strata_app *app = r->app;
   printf("summary: %s %s, %d worker%s, %d strata, depth %d, %d passes, %llu triples\n", app->name,
-         r->mode, r->workers, r->workers == 1 ? "" : "s", r->strata, r->depth, r->passes,
+         strata_mode_name(r->mode), r->workers, r->workers == 1 ? "" : "s", r->strata, r->depth, r->passes,
          (unsigned long long)r->n_examples);
   printf("  last pass:");
   for (int i = 0; i < app->n_objectives; i++)

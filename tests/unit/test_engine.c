@@ -59,7 +59,7 @@ static void default_cfg(strata_mf_config *cfg) {
 }
 
 static strata_engine_opts default_opts(int strata, int depth) {
-  strata_engine_opts o = {.mode = "serial", .strata = strata, .depth = depth, .passes = 5,
+  strata_engine_opts o = {.mode = STRATA_MODE_SERIAL, .strata = strata, .depth = depth, .passes = 5,
                           .seed = 7};
   return o;
 }
@@ -75,7 +75,8 @@ static int objective_index(const char *name) {
 static void check_converged(const strata_run_result *r, int strata, int depth) {
   int tr = objective_index("train_rmse"), te = objective_index("test_rmse");
   assert_ptr_equal(r->app, &strata_app_mf);
-  assert_string_equal(r->mode, "serial");
+  assert_int_equal(r->mode, STRATA_MODE_SERIAL);
+  assert_string_equal(strata_mode_name(r->mode), "serial");
   assert_int_equal(r->workers, 1);
   assert_int_equal(r->strata, strata);
   assert_int_equal(r->depth, depth);
@@ -459,7 +460,7 @@ static void *long_run(void *arg) {
   cfg.data = "synth:users=3,items=2,ratings=6,rank=1";
   cfg.rank = 1;
   cfg.test_fraction = 0;
-  strata_engine_opts o = {.mode = "serial", .strata = 0, .depth = 1, .passes = 200000, .seed = 1};
+  strata_engine_opts o = {.mode = STRATA_MODE_SERIAL, .strata = 0, .depth = 1, .passes = 200000, .seed = 1};
   strata_run_result r;
   memset(&r, 0, sizeof r);
   *rc = strata_engine_run(&strata_app_mf, &cfg, &o, NULL, &r);

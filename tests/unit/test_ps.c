@@ -662,7 +662,8 @@ static strata_engine_opts resolved(const char *mode, int s, double wpc, int s_gi
                                    int *rc) {
   strata_engine_opts o;
   memset(&o, 0, sizeof o);
-  o.mode = mode;
+  assert_int_equal(strata_mode_parse(mode, &o.mode), 0);
+  assert_string_equal(strata_mode_name(o.mode), mode);
   o.staleness = s;
   o.wpc = wpc;
   *rc = strata_engine_resolve(&o, s_given, wpc_given, 0);
@@ -711,8 +712,27 @@ static void test_resolve_defaults(void **state) {
   assert_non_null(strstr(strata_err_msg(), "divide a pass"));
 }
 
+/* Mode names: every one parses back to itself; others are refused with
+ * the list. */
+static void test_mode_names(void **state) {
+  (void)state;
+  for (int m = 0; m < STRATA_N_MODES; m++) {
+    strata_mode got;
+    assert_int_equal(strata_mode_parse(strata_mode_name((strata_mode)m), &got), 0);
+    assert_int_equal(got, m);
+  }
+  strata_mode got;
+  assert_int_equal(strata_mode_parse("SSP", &got), STRATA_EUSAGE);
+  assert_non_null(strstr(strata_err_msg(), "scheduled, serial, bsp, absp, ssp, essp, async"));
+  assert_int_equal(strata_mode_parse(NULL, &got), STRATA_EUSAGE);
+  assert_string_equal(strata_mode_name(STRATA_N_MODES), "?");
+  assert_true(strata_mode_is_ps(STRATA_MODE_ESSP));
+  assert_false(strata_mode_is_ps(STRATA_MODE_SERIAL));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_mode_names),
       cmocka_unit_test_setup_teardown(test_vclock_in_order, setup, teardown),
       cmocka_unit_test_setup_teardown(test_vclock_one_client, setup, teardown),
       cmocka_unit_test_setup_teardown(test_vclock_wrong_stamp, setup, teardown),

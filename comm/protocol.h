@@ -1,6 +1,8 @@
 /*
- * Coordinator <-> worker protocol and the engine internals shared by
- * scheduler/ and worker/ (not installed).
+ * The wire protocol between the coordinator and the workers (internal to
+ * libstrata): message tags, the structs that travel, and which blocks a
+ * worker gets at set-up. scheduler/ speaks one side, worker/ the other;
+ * neither includes the other.
  *
  * Set-up, coordinator -> each worker, in this order:
  *   TAG_HEADER  struct setup_header (status != 0: run failed, stop quietly)
@@ -33,8 +35,8 @@
  * Last, coordinator -> each worker TAG_FINAL: int32 exit status of the run
  * as rank 0 saw it after writing its outputs (strata_engine_finish).
  */
-#ifndef STRATA_SCHEDULER_PROTOCOL_H
-#define STRATA_SCHEDULER_PROTOCOL_H
+#ifndef STRATA_COMM_PROTOCOL_H
+#define STRATA_COMM_PROTOCOL_H
 
 #include <stdint.h>
 #include <string.h>
@@ -96,79 +98,12 @@ typedef struct pass_control {
   double ctl[STRATA_MAX_CONTROLS];
 } pass_control;
 
-/* The lag L between a pass summed and the pass its verdict governs: 2, or
- * in ssp/essp 2 plus the passes that s clocks span, so that the verdict
- * never holds a worker back more than the staleness bound does. */
-int strata__control_lag(const strata_engine_opts *o);
-
 /* A zeroed report for pass index `pass` (0-based) of worker `worker`. */
 static inline void strata__report_begin(pass_report *rep, int pass, int worker) {
   memset(rep, 0, sizeof *rep);
   rep->pass = pass + 1;
   rep->worker = worker;
 }
-
-/* A worker's view of the run; in serial mode built in-process. */
-typedef struct strata__worker {
-  const strata_app *app;
-  const void *cfg;
-  strata_setup setup;
-  void *state;
-  strata_transport *t; /* NULL in serial mode */
-  const strata_engine_opts *opts;
-  strata_schedule sched;
-  int me;
-  int has_eval;
-  strata_block *data, *eval, *res, *rot; /* indexed by block id */
-  strata_block *global; /* NULL, or the worker's copy of the global block */
-  /* called with each pass's report (serial: the coordinator's aggregator) */
-  int (*report)(void *ud, const pass_report *rep);
-  void *report_ud;
-  /* gives pass k's control before the pass starts, waiting for it if need
-   * be (serial: from the aggregator); NULL: no stop, no control values */
-  int (*control)(void *ud, int pass, pass_control *out);
-  /* while control waits (parameter-server modes: the table keeps serving,
-   * for peers may need this worker's shard to reach the pass summed) */
-  int (*waiting)(void *ctx);
-  void *waiting_ctx;
-  int stopped; /* the loop ended early on a stop verdict */
-} strata__worker;
-
-/* Runs every pass on a prepared worker (the ring, or in parameter-server
- * modes strata__worker_loop_ps). */
-int strata__worker_loop(strata__worker *w);
-/* Parameter-server modes: every rotating block starts on every worker (the
- * table's initial values); rows come from the table chunk by chunk, their
- * changes go back as deltas, and clocks end per --wpc. */
-int strata__worker_loop_ps(strata__worker *w);
-/* Pass `pass`'s verdict (w->control, or none): *stop = 1 when the run ends
- * before it; ctl gets its control values. */
-int strata__pass_verdict(strata__worker *w, int pass, int *stop, double *ctl);
-/* Scores this worker's eval blocks against w->res and w->rot as they are. */
-int strata__worker_score(strata__worker *w, int pass, double *partials);
-/* Clocks per pass for wpc < 1 (round(1/wpc)), 0 when a clock spans passes. */
-int strata__clocks_per_pass(double wpc);
-/* A ring straggler's delay of ms milliseconds, asleep or (spin) busy;
- * returns the seconds it took. */
-double strata__straggle_ms(int ms, int spin);
-
-/* --disrupt: a thread that, in each slot of slot_ms, burns the CPU with
- * probability prob. */
-typedef struct strata__disrupt strata__disrupt;
-int strata__disrupt_start(double prob, int slot_ms, uint64_t seed, strata__disrupt **out);
-void strata__disrupt_stop(strata__disrupt *d);
-/* Scheduled mode, ranks >= 1: receive set-up, loop, export. On a failure of
- * its own (not the coordinator calling the run off) sets *own_failure and
- * keeps its buffers: MPI may still write into them and peers may wait. */
-int strata__worker_main(const strata_app *app, void *cfg, const strata_engine_opts *opts,
-                        strata_transport *t, int *own_failure);
-/* Frees the worker's blocks, schedule and app state. */
-void strata__worker_close(strata__worker *w);
-
-/* Coordinator waits: runs a libev loop that tests the requests with a timer
- * backing off from 50 us to 10 ms, and watches SIGINT/SIGTERM (returning
- * STRATA_EINTR). Never spins. */
-int strata__loop_wait_all(const strata_transport *t, strata_req *reqs, int n);
 
 #define STRATA__PIECE ((size_t)1 << 30)
 
@@ -181,6 +116,11 @@ int strata__loop_wait_all(const strata_transport *t, strata_req *reqs, int n);
 int strata__setup_blocks(const strata_schedule *s, int w, int all_rot, strata_block *data,
                          strata_block *eval, strata_block *res, strata_block *rot,
                          strata_block **out, size_t *total);
+
+/* Waits on n requests as strata_comm_wait_all_idle does, and also ends
+ * with STRATA_EINTR ("who: interrupted by signal N") on SIGINT or SIGTERM:
+ * the coordinator's waits, on the main thread. */
+int strata__comm_wait_signals(const strata_transport *t, strata_req *reqs, int n, const char *who);
 
 /* Tag of chunk c of rotating block r. */
 static inline int strata__chunk_tag(const strata_transport *t, int r, int c, int depth) {

@@ -1,5 +1,5 @@
 /*
- * The parameter-server back-end of the worker loop. The app sees the same
+ * The table back-end (bsp, absp, ssp, essp, async). The app sees the same
  * task views as on the ring: for each chunk of a task, the rows of its
  * rotating block are read from the table into the block's buffer under the
  * mode's staleness rule, compute updates them in place, and the change of
@@ -19,9 +19,11 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "scheduler/protocol.h"
+#include <math.h>
+
 #include "strata/core.h"
 #include "strata/table.h"
+#include "worker/backend.h"
 
 /* A pass whose report waits for its snapshot. */
 typedef struct pending {
@@ -59,6 +61,8 @@ typedef struct psw {
   int32_t snap_id;     /* snapshot asked for in this pass, 0 none */
   float *snap_rows;
   double scored_s;     /* time spent scoring earlier passes during this one */
+  long chunks;         /* chunks per pass */
+  long done;           /* chunks done in this pass */
 } psw;
 
 static int end_clock(psw *p) {
@@ -100,30 +104,51 @@ static int send_deltas(psw *p, uint32_t first, uint32_t n, const float *view, co
   return rc;
 }
 
-static int run_chunk(psw *p, strata_task_view *tv, double *partials, double *compute_s) {
+static int tables_acquire(void *be, const strata_task_view *tv, strata_worker_stats *st) {
+  psw *p = be;
   strata__worker *w = p->w;
+  (void)st;
   int r = tv->ids.rotating;
   uint32_t lo = tv->row_lo, hi = tv->row_hi;
   if (hi == lo) return 0;
-  size_t n = (size_t)(hi - lo) * p->L;
   float *view = (float *)tv->rotating->buf + (size_t)lo * p->L;
   int rc = strata_table_get_rows(p->tb, p->off[r] + lo, p->off[r] + hi, -1, view);
   if (rc) return rc;
-  memcpy(p->snap, view, n * sizeof(float));
+  memcpy(p->snap, view, (size_t)(hi - lo) * p->L * sizeof(float));
   strata_block *g = w->global;
   uint32_t gfirst = p->off[w->sched.n_rotating];
   if (g) {
     if ((rc = strata_table_get_rows(p->tb, gfirst, gfirst + g->nrows, -1, g->buf))) return rc;
     memcpy(p->gsnap, g->buf, g->len);
   }
-  double t0 = strata_now();
-  rc = w->app->compute(w->state, tv, partials);
-  *compute_s += strata_now() - t0;
-  if (rc) return rc;
-  rc = send_deltas(p, p->off[r] + lo, hi - lo, view, p->snap);
-  if (!rc && g) rc = send_deltas(p, gfirst, g->nrows, g->buf, p->gsnap);
-  if (!rc) rc = strata_table_serve(p->tb);
-  p->dirty = 1;
+  return 0;
+}
+
+static int end_pass_clock(psw *p, int last);
+static int drain(psw *p, int wait);
+
+/* The chunk's changes go back as deltas; K clocks per pass end at the
+ * chunks where done * K / chunks steps. */
+static int tables_release(void *be, const strata_task_view *tv, strata_worker_stats *st) {
+  psw *p = be;
+  strata__worker *w = p->w;
+  (void)st;
+  int r = tv->ids.rotating, rc = 0;
+  uint32_t lo = tv->row_lo, hi = tv->row_hi;
+  if (hi > lo) {
+    float *view = (float *)tv->rotating->buf + (size_t)lo * p->L;
+    strata_block *g = w->global;
+    rc = send_deltas(p, p->off[r] + lo, hi - lo, view, p->snap);
+    if (!rc && g) rc = send_deltas(p, p->off[w->sched.n_rotating], g->nrows, g->buf, p->gsnap);
+    if (!rc) rc = strata_table_serve(p->tb);
+    p->dirty = 1;
+  }
+  long done = ++p->done;
+  if (!rc && p->per_pass && (done * p->per_pass) / p->chunks > ((done - 1) * p->per_pass) / p->chunks) {
+    rc = done == p->chunks ? end_pass_clock(p, tv->pass == w->setup.passes - 1) : end_clock(p);
+    /* Earlier passes' snapshots may have come meanwhile. */
+    if (!rc && p->n_q) rc = drain(p, 0);
+  }
   return rc;
 }
 
@@ -347,9 +372,9 @@ static int open_table(psw *p) {
   for (int r = 0; r < nrot; r++)
     if (w->rot[r].len) memcpy(init + (size_t)p->off[r] * p->L, w->rot[r].buf, w->rot[r].len);
   if (w->global) memcpy(init + (size_t)p->off[nrot] * p->L, w->global->buf, w->global->len);
-  strata_consistency cons = !strcmp(w->setup.mode, "essp")    ? STRATA_CONS_ESSP
-                            : !strcmp(w->setup.mode, "async") ? STRATA_CONS_ASYNC
-                                                              : STRATA_CONS_SSP;
+  strata_consistency cons = w->setup.mode == STRATA_MODE_ESSP    ? STRATA_CONS_ESSP
+                            : w->setup.mode == STRATA_MODE_ASYNC ? STRATA_CONS_ASYNC
+                                                                 : STRATA_CONS_SSP;
   strata_table_conf conf = {.n_rows = rows,
                             .row_len = p->L,
                             .workers = w->sched.n_workers,
@@ -395,8 +420,8 @@ static int score_view(psw *p, pass_report *rep) {
  * need it to finish the pass the verdict follows, and the passes whose
  * snapshots land are scored and reported, for the verdict may wait on
  * this worker's report. */
-static int serve_a_while(void *ctx) {
-  psw *p = ctx;
+static int tables_idle(void *be) {
+  psw *p = be;
   int rc = strata_table_serve_for(p->tb, 200e-6, 0);
   return rc ? rc : drain(p, 0);
 }
@@ -419,116 +444,228 @@ static int resident_objectives(psw *p, int pass, double *partials) {
   return rc;
 }
 
-int strata__worker_loop_ps(strata__worker *w) {
-  psw p;
-  memset(&p, 0, sizeof p);
-  p.w = w;
-  int nrot = w->sched.n_rotating, depth = w->setup.depth, S = w->sched.n_subepochs;
-  int rc = 0;
-  p.off = strata_calloc((size_t)nrot + 1, sizeof *p.off);
-  if (!p.off) return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
-  if ((rc = open_table(&p))) goto done;
-  if ((rc = plan_scoring(&p))) goto done;
+static void tables_free(void *be) {
+  psw *p = be;
+  if (!p) return;
+  if (p->tb) strata_table_free(p->tb);
+  strata_free(p->off);
+  strata_free(p->snap);
+  strata_free(p->gsnap);
+  strata_free(p->delta);
+  strata_free(p->need);
+  strata_free(p->res_off);
+  for (int i = 0; i < p->n_q; i++) strata_free(p->q[i].rows);
+  strata_free(p->q);
+  for (int i = 0; i < p->n_pool; i++) strata_free(p->pool[i]);
+  strata_free(p->pool);
+  strata_free(p->snap_rows);
+  strata_free(p);
+}
+
+static int tables_open(strata__worker *w, void **out) {
+  psw *p = strata_calloc(1, sizeof *p);
+  *out = p;
+  if (!p) return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
+  p->w = w;
+  int nrot = w->sched.n_rotating, rc;
+  p->off = strata_calloc((size_t)nrot + 1, sizeof *p->off);
+  if (!p->off) return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
+  if ((rc = open_table(p)) || (rc = plan_scoring(p))) return rc;
   uint32_t maxrows = 0;
   for (int r = 0; r < nrot; r++)
     if (w->rot[r].nrows > maxrows) maxrows = w->rot[r].nrows;
-  p.snap = strata_malloc(((size_t)maxrows * p.L + 1) * sizeof(float));
-  p.delta = strata_malloc(((size_t)p.L + 1) * sizeof(float));
-  p.gsnap = strata_malloc(w->global ? w->global->len : 1);
-  if (!p.snap || !p.delta || !p.gsnap) {
-    rc = strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
-    goto done;
-  }
-  p.per_pass = strata__clocks_per_pass(w->opts->wpc);
-  p.straggle = w->me == 0; /* clock 0 */
-  p.span = p.per_pass ? 0 : (int)w->opts->wpc;
-  long chunks = 0; /* per pass */
-  for (int s = 0; s < S; s++) {
+  p->snap = strata_malloc(((size_t)maxrows * p->L + 1) * sizeof(float));
+  p->delta = strata_malloc(((size_t)p->L + 1) * sizeof(float));
+  p->gsnap = strata_malloc(w->global ? w->global->len : 1);
+  if (!p->snap || !p->delta || !p->gsnap)
+    return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
+  p->per_pass = strata__clocks_per_pass(w->opts->wpc);
+  p->straggle = w->me == 0; /* clock 0 */
+  p->span = p->per_pass ? 0 : (int)w->opts->wpc;
+  for (int s = 0; s < w->sched.n_subepochs; s++) {
     int n;
     strata_schedule_tasks(&w->sched, s, w->me, &n);
-    chunks += (long)n * depth;
+    p->chunks += (long)n * w->setup.depth;
   }
-  int passes = w->setup.passes;
-  w->waiting = serve_a_while;
-  w->waiting_ctx = &p;
-  double ctl[STRATA_MAX_CONTROLS];
-  for (int pass = 0; pass < passes && !rc; pass++) {
-    pass_report rep;
-    strata__report_begin(&rep, pass, w->me);
-    strata_worker_stats *st = &rep.stats;
-    strata_table_reset_stats(p.tb);
-    p.clocks = 0;
-    double t_pass = strata_now(), cpu0 = strata_cpu_seconds();
-    long done = 0;
-    int last = pass == passes - 1, stop = 0;
-    if ((rc = strata__pass_verdict(w, pass, &stop, ctl))) break;
-    if (stop) {
-      /* Every worker stops here, so every clock it waits for has ended;
-       * the passes before still report (their snapshots come). */
-      w->stopped = 1;
-      rc = drain(&p, 1);
-      break;
-    }
-    double verdict_s = strata_now() - t_pass;
-    for (int s = 0; s < S && !rc; s++) {
-      int n;
-      const strata_task *tk = strata_schedule_tasks(&w->sched, s, w->me, &n);
-      for (int i = 0; i < n && !rc; i++) {
-        strata_task_view tv = {.pass = pass,
-                               .subepoch = s,
-                               .ids = tk[i],
-                               .data = &w->data[tk[i].data],
-                               .resident = &w->res[tk[i].resident],
-                               .rotating = &w->rot[tk[i].rotating],
-                               .global = w->global,
-                               .control = w->app->n_controls ? ctl : NULL};
-        for (int c = 0; c < depth && !rc; c++) {
-          tv.chunk = c;
-          strata_chunk_rows(tv.rotating->nrows, depth, c, &tv.row_lo, &tv.row_hi);
-          rc = run_chunk(&p, &tv, rep.partials, &st->compute_s);
-          done++;
-          /* K clocks per pass, at the chunks where done * K / chunks steps. */
-          if (!rc && p.per_pass && (done * p.per_pass) / chunks > ((done - 1) * p.per_pass) / chunks) {
-            rc = done == chunks ? end_pass_clock(&p, last) : end_clock(&p);
-            /* Earlier passes' snapshots may have come meanwhile. */
-            if (!rc && p.n_q) rc = drain(&p, 0);
-          }
-        }
-      }
-    }
-    if (!rc && p.span && (pass + 1) % p.span == 0) rc = end_pass_clock(&p, last);
-    /* The last clock may be partial: its work must reach everyone. */
-    if (!rc && last && p.dirty) rc = end_pass_clock(&p, last);
-    if (rc) break;
-    st->time_s = strata_now() - t_pass - p.scored_s;
-    take_table_stats(&p, st);
-    st->wait_s += verdict_s;
-    p.delay_s = 0;
-    double t0 = strata_now();
-    if (w->app->block_objective) rc = resident_objectives(&p, pass, rep.partials);
-    if (!rc && w->opts->score_view) rc = score_view(&p, &rep);
-    st->eval_s += strata_now() - t0;
-    st->cpu_s = strata_cpu_seconds() - cpu0;
-    st->span_s = strata_now() - t_pass;
-    if (!rc) rc = queue_pass(&p, &rep, last);
-    p.scored_s = 0;
-  }
-  if (!rc) {
-    rc = strata_table_close(p.tb);
-    p.tb = NULL;
-  }
-done:
-  if (p.tb) strata_table_free(p.tb);
-  strata_free(p.off);
-  strata_free(p.snap);
-  strata_free(p.gsnap);
-  strata_free(p.delta);
-  strata_free(p.need);
-  strata_free(p.res_off);
-  for (int i = 0; i < p.n_q; i++) strata_free(p.q[i].rows);
-  strata_free(p.q);
-  for (int i = 0; i < p.n_pool; i++) strata_free(p.pool[i]);
-  strata_free(p.pool);
-  strata_free(p.snap_rows);
+  return 0;
+}
+
+static int tables_begin_pass(void *be, int pass, strata_worker_stats *st) {
+  psw *p = be;
+  (void)pass, (void)st;
+  strata_table_reset_stats(p->tb);
+  p->clocks = 0;
+  p->done = 0;
+  return 0;
+}
+
+static int tables_begin_subepoch(void *be, int pass, int s, strata_worker_stats *st) {
+  (void)be, (void)pass, (void)s, (void)st;
+  return 0;
+}
+
+static int tables_end_subepoch(void *be, int pass, int s, strata_worker_stats *st) {
+  (void)be, (void)pass, (void)s, (void)st;
+  return 0;
+}
+
+static int tables_end_pass(void *be, int pass, strata_worker_stats *st) {
+  psw *p = be;
+  (void)st;
+  int rc = 0, last = pass == p->w->setup.passes - 1;
+  if (p->span && (pass + 1) % p->span == 0) rc = end_pass_clock(p, last);
+  /* The last clock may be partial: its work must reach everyone. */
+  if (!rc && last && p->dirty) rc = end_pass_clock(p, last);
   return rc;
 }
+
+static void tables_stats(void *be, strata_worker_stats *st) {
+  psw *p = be;
+  st->time_s -= p->scored_s;
+  take_table_stats(p, st);
+  p->delay_s = 0;
+}
+
+static int tables_evaluate(void *be, int pass, pass_report *rep) {
+  psw *p = be;
+  strata__worker *w = p->w;
+  strata_worker_stats *st = &rep->stats;
+  double t0 = strata_now();
+  int rc = 0;
+  if (w->app->block_objective) rc = resident_objectives(p, pass, rep->partials);
+  if (!rc && w->opts->score_view) rc = score_view(p, rep);
+  st->eval_s += strata_now() - t0;
+  strata__worker_stamp(w, st);
+  if (!rc) rc = queue_pass(p, rep, pass == w->setup.passes - 1);
+  p->scored_s = 0;
+  return rc;
+}
+
+static int tables_close(void *be, int stopped) {
+  psw *p = be;
+  /* After a stop every worker stops at the same pass, so every clock it
+   * waits for has ended; the passes before still report (their snapshots
+   * come). */
+  int rc = stopped ? drain(p, 1) : 0;
+  if (!rc) {
+    rc = strata_table_close(p->tb);
+    p->tb = NULL;
+  }
+  return rc;
+}
+
+/* The settings of the table modes: staleness, work per clock, prefetch. */
+static int tables_resolve(strata_engine_opts *o, int s_given, int wpc_given, int pf_given) {
+  strata_mode m = o->mode;
+  const char *name = strata_mode_name(m);
+  if (s_given && o->staleness < 0)
+    return strata_err_set(STRATA_EUSAGE, "--staleness must be >= 0, got %d", o->staleness);
+  if (wpc_given && !(o->wpc > 0 && isfinite(o->wpc)))
+    return strata_err_set(STRATA_EUSAGE, "--wpc must be > 0, got %g", o->wpc);
+  if (wpc_given && (o->wpc > 1e6 || o->wpc < 1e-6))
+    return strata_err_set(STRATA_EUSAGE,
+                          "--wpc %g is out of range: at most 1e6 passes per clock or clocks per pass",
+                          o->wpc);
+  if (m == STRATA_MODE_BSP && wpc_given && o->wpc != 1)
+    return strata_err_set(STRATA_EUSAGE, "--mode bsp is one clock per pass: use --mode absp --wpc %g",
+                          o->wpc);
+  if ((m == STRATA_MODE_BSP || m == STRATA_MODE_ABSP) && s_given && o->staleness != 0)
+    return strata_err_set(STRATA_EUSAGE, "--mode %s has staleness 0: use --mode ssp --staleness %d",
+                          name, o->staleness);
+  if (m == STRATA_MODE_ASYNC && s_given)
+    return strata_err_set(STRATA_EUSAGE, "--mode async never waits: --staleness does not apply");
+  if (!s_given) o->staleness = (m == STRATA_MODE_SSP || m == STRATA_MODE_ESSP) ? 1 : 0;
+  /* Not given: the app's default (wpc > 0 on entry) where the mode takes one. */
+  if (!wpc_given && (!(o->wpc > 0) || m == STRATA_MODE_BSP)) o->wpc = 1;
+  if (o->wpc >= 1 && o->wpc != floor(o->wpc))
+    return strata_err_set(STRATA_EUSAGE, "--wpc above 1 must be a whole number of passes, got %g",
+                          o->wpc);
+  if (o->wpc < 1 && fabs(1.0 / o->wpc - (double)lround(1.0 / o->wpc)) > 1e-6)
+    return strata_err_set(STRATA_EUSAGE,
+                          "--wpc below 1 must divide a pass evenly (1/2, 1/3, ...), got %g", o->wpc);
+  /* Aggressive everywhere, as LazyTables runs it: under SSP the
+   * conservative prefetcher leaves each worker s clocks alone with its own
+   * updates, and the model the workers' sums make swings (docs/cli.md,
+   * "Prefetch", has the measurements). With s = 0 both ask for the same rows. */
+  if (!pf_given) o->prefetch = STRATA_PREFETCH_AGGRESSIVE;
+  if (m == STRATA_MODE_ASYNC && o->prefetch != STRATA_PREFETCH_AGGRESSIVE)
+    return strata_err_set(STRATA_EUSAGE,
+                          "--mode async needs --prefetch aggressive: its reads never wait, so "
+                          "only the prefetcher brings other workers' updates");
+  return 0;
+}
+
+/* 2 passes, plus in ssp/essp the passes that s clocks span (s / K with K
+ * clocks per pass, s * W with W >= 1), so that a verdict never holds a
+ * worker back more than the staleness bound does. */
+static int tables_control_lag(const strata_engine_opts *o) {
+  if (o->mode != STRATA_MODE_SSP && o->mode != STRATA_MODE_ESSP) return 2;
+  int K = strata__clocks_per_pass(o->wpc);
+  int span = K ? (o->staleness + K - 1) / K : o->staleness * (int)o->wpc;
+  return 2 + span;
+}
+
+/* The tables keep rotating rows in one float table and end K clocks per
+ * pass at chunk boundaries: check both fit the problem. */
+static int tables_check(const strata_engine_opts *o, const strata_app *app,
+                        const strata_problem *p, const strata_schedule *sched, int depth) {
+  const char *mode = strata_mode_name(o->mode);
+  if (!(app->flags & STRATA_APP_ADDITIVE))
+    return strata_err_set(STRATA_EUSAGE,
+                          "%s: --mode %s needs an app whose parameters merge by adding deltas; "
+                          "this one runs in scheduled or serial mode",
+                          app->name, mode);
+  if (!p) return 0;
+  uint32_t rb = 0;
+  for (int i = 0; i < p->n_rotating; i++) {
+    const strata_block *b = &p->rotating[i];
+    if (!b->nrows) continue;
+    if (!rb) rb = b->row_bytes;
+    if (b->row_bytes != rb || rb % sizeof(float))
+      return strata_err_set(STRATA_EINVAL,
+                            "%s: --mode %s needs rotating rows of one size in whole floats "
+                            "(block %d has %u bytes, others %u)",
+                            app->name, mode, i, b->row_bytes, rb);
+  }
+  if (!rb) return strata_err_set(STRATA_EINVAL, "%s: no rotating rows to put in a table", app->name);
+  if (p->global.len && p->global.row_bytes != rb)
+    return strata_err_set(STRATA_EINVAL,
+                          "%s: --mode %s keeps the global rows in the table: they need the rotating "
+                          "rows' size (%u bytes, not %u)",
+                          app->name, mode, rb, p->global.row_bytes);
+  int K = strata__clocks_per_pass(o->wpc);
+  for (int w = 0; w < sched->n_workers && K; w++) {
+    long chunks = 0;
+    for (int s = 0; s < sched->n_subepochs; s++) {
+      int n;
+      strata_schedule_tasks(sched, s, w, &n);
+      chunks += (long)n * depth;
+    }
+    if (chunks < K)
+      return strata_err_set(STRATA_EUSAGE,
+                            "--wpc %g ends %d clocks per pass but worker %d has only %ld chunks "
+                            "of work per pass: raise --depth or --strata",
+                            o->wpc, K, w, chunks);
+  }
+  return 0;
+}
+
+const strata__backend strata__table_backend = {
+    .name = "tables",
+    .resolve = tables_resolve,
+    .control_lag = tables_control_lag,
+    .check = tables_check,
+    .all_rotating = 1,
+    .open = tables_open,
+    .begin_pass = tables_begin_pass,
+    .begin_subepoch = tables_begin_subepoch,
+    .acquire = tables_acquire,
+    .release = tables_release,
+    .end_subepoch = tables_end_subepoch,
+    .end_pass = tables_end_pass,
+    .stats = tables_stats,
+    .evaluate = tables_evaluate,
+    .idle = tables_idle,
+    .close = tables_close,
+    .free = tables_free,
+};

@@ -11,22 +11,6 @@
 #include "strata/engine.h"
 #include "strata_build_info.h"
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-double strata_median(const double *v, int n) {
-  if (n <= 0) return 0.0 / 0.0;
-  double *c = strata_malloc((size_t)n * sizeof *c);
-  if (!c) return 0.0 / 0.0;
-  memcpy(c, v, (size_t)n * sizeof *c);
-  qsort(c, (size_t)n, sizeof *c, cmp_double);
-  double m = n % 2 ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
-  strata_free(c);
-  return m;
-}
-
 void strata_run_result_close(strata_run_result *r) {
   strata_free(r->per_pass);
   strata_free(r->per_pass_worker);
@@ -90,17 +74,17 @@ static int fill(FILE *f, void *ud) {
   strata_json_init(&j, f);
   strata_json_object_begin(&j, NULL);
   strata_json_string(&j, "app", app->name);
-  strata_json_string(&j, "mode", r->mode);
+  strata_json_string(&j, "mode", strata_mode_name(r->mode));
   strata_json_int(&j, "workers", r->workers);
   strata_json_int(&j, "strata", r->strata);
   strata_json_int(&j, "depth", r->depth);
   strata_json_int(&j, "passes", r->passes);
   const strata_engine_opts *o = r->opts;
-  int is_ps = o && strata_engine_is_ps(r->mode);
+  int is_ps = o && strata_mode_is_ps(r->mode);
   if (is_ps) {
     static const char *const pf[] = {"none", "conservative", "aggressive"};
     strata_json_object_begin(&j, "consistency");
-    if (strcmp(r->mode, "async"))
+    if (r->mode != STRATA_MODE_ASYNC)
       strata_json_int(&j, "staleness", o->staleness);
     else
       strata_json_string(&j, "staleness", "unbounded");

@@ -1,14 +1,30 @@
 /*
- * The worker: walks the static schedule, computes each task chunk by chunk,
- * and streams every finished chunk of a rotating block to the worker that
- * needs it next while it computes the rest (the pipelined ring of DSGD).
+ * The ring back-end (scheduled and serial modes): the worker computes each
+ * task chunk by chunk and streams every finished chunk of a rotating block
+ * to the worker that needs it next while it computes the rest (the
+ * pipelined ring of DSGD). In serial mode (no transport) the one worker
+ * holds every block and nothing moves.
  */
 #include <string.h>
 
-#include "scheduler/protocol.h"
 #include "strata/core.h"
+#include "worker/backend.h"
+
+/* The global block on the ring: after each sub-epoch a worker sends its
+ * change (copy minus the snapshot taken at the last exchange) to every other
+ * worker, and adds theirs one sub-epoch later, in worker order, to its copy
+ * and its snapshot; at the end of a pass everything is added. */
+typedef struct gsync {
+  size_t n;         /* floats */
+  float *snap, *out, *in; /* in: P slots of n */
+  strata_req *reqs; /* 2P */
+  int pending;
+} gsync;
 
 typedef struct ring {
+  strata__worker *w;
+  gsync gs;
+  int sync;           /* the global block is exchanged (workers > 1) */
   int S, P, depth;
   int *holder;        /* holder[s * n_rot + r]: worker using r in sub-epoch s */
   strata_req *recv;   /* [r * depth + c] */
@@ -119,52 +135,48 @@ static int progress_sends(strata__worker *w, ring *rg) {
   return 0;
 }
 
-static int run_task(strata__worker *w, ring *rg, int pass, int s, const strata_task *task,
-                    int send_to, const double *ctl, double *partials, strata_worker_stats *st) {
-  int r = task->rotating;
-  strata_task_view tv = {
-      .pass = pass,
-      .subepoch = s,
-      .ids = *task,
-      .data = &w->data[task->data],
-      .resident = &w->res[task->resident],
-      .rotating = &w->rot[r],
-      .global = w->global,
-      .control = w->app->n_controls ? ctl : NULL,
-  };
-  if (rg->incoming[r]) {
-    int rc = adopt_incoming(w, rg, r, st);
-    if (rc) return rc;
-  }
-  for (int c = 0; c < rg->depth; c++) {
-    if (rg->incoming[r]) {
-      int done = 0;
-      strata_req *rq = &rg->recv[r * rg->depth + c];
-      int rc = w->t->test(w->t->impl, rq, &done);
-      if (!rc && !done) {
-        double t0 = strata_now();
-        rc = strata_comm_wait(w->t, rq);
-        st->wait_s += strata_now() - t0;
-      }
-      if (rc) return rc;
-    }
-    tv.chunk = c;
-    strata_chunk_rows(tv.rotating->nrows, rg->depth, c, &tv.row_lo, &tv.row_hi);
+/* The worker the chunks of r go to after sub-epoch s of `pass`, or -1 (it
+ * keeps r, or nothing moves after the last pass). */
+static int send_target(const ring *rg, int pass, int s, int r) {
+  strata__worker *w = rg->w;
+  if (!w->t || (s == rg->S - 1 && pass == w->setup.passes - 1)) return -1;
+  int next = holder(w, rg, (s + 1) % rg->S, r);
+  return next != w->me ? next : -1;
+}
+
+static int ring_acquire(void *be, const strata_task_view *tv, strata_worker_stats *st) {
+  ring *rg = be;
+  strata__worker *w = rg->w;
+  int r = tv->ids.rotating, rc = 0;
+  if (!rg->incoming[r]) return 0;
+  if (tv->chunk == 0 && (rc = adopt_incoming(w, rg, r, st))) return rc;
+  int done = 0;
+  strata_req *rq = &rg->recv[r * rg->depth + tv->chunk];
+  rc = w->t->test(w->t->impl, rq, &done);
+  if (!rc && !done) {
     double t0 = strata_now();
-    int rc = w->app->compute(w->state, &tv, partials);
-    st->compute_s += strata_now() - t0;
-    if (rc) return rc;
-    if (send_to >= 0) {
-      size_t off, len = chunk_bytes(tv.rotating, rg->depth, c, &off);
-      rc = w->t->isend(w->t->impl, (char *)tv.rotating->buf + off, len, send_to + 1,
-                       strata__chunk_tag(w->t, r, c, rg->depth), &rg->send[r * rg->depth + c]);
-      if (rc) return rc;
-      st->bytes_sent += len;
-      rg->sending[r] = 1;
-    }
-    if (w->t && (rc = progress_sends(w, rg))) return rc;
+    rc = strata_comm_wait(w->t, rq);
+    st->wait_s += strata_now() - t0;
   }
-  rg->incoming[r] = 0;
+  return rc;
+}
+
+static int ring_release(void *be, const strata_task_view *tv, strata_worker_stats *st) {
+  ring *rg = be;
+  strata__worker *w = rg->w;
+  int r = tv->ids.rotating, rc = 0;
+  int send_to = send_target(rg, tv->pass, tv->subepoch, r);
+  if (send_to >= 0) {
+    size_t off, len = chunk_bytes(tv->rotating, rg->depth, tv->chunk, &off);
+    rc = w->t->isend(w->t->impl, (char *)tv->rotating->buf + off, len, send_to + 1,
+                     strata__chunk_tag(w->t, r, tv->chunk, rg->depth),
+                     &rg->send[r * rg->depth + tv->chunk]);
+    if (rc) return rc;
+    st->bytes_sent += len;
+    rg->sending[r] = 1;
+  }
+  if (w->t && (rc = progress_sends(w, rg))) return rc;
+  if (tv->chunk == rg->depth - 1) rg->incoming[r] = 0;
   return 0;
 }
 
@@ -220,50 +232,6 @@ static int evaluate(strata__worker *w, ring *rg, int pass, double *partials,
   return rc;
 }
 
-int strata__pass_verdict(strata__worker *w, int pass, int *stop, double *ctl) {
-  pass_control v;
-  memset(&v, 0, sizeof v);
-  int rc = w->control ? w->control(w->report_ud, pass, &v) : 0;
-  *stop = v.stop;
-  memcpy(ctl, v.ctl, sizeof v.ctl);
-  return rc;
-}
-
-int strata__worker_score(strata__worker *w, int pass, double *partials) {
-  int rc = 0;
-  for (int s = 0; s < w->sched.n_subepochs && !rc; s++) {
-    int n;
-    const strata_task *tk = strata_schedule_tasks(&w->sched, s, w->me, &n);
-    for (int i = 0; i < n && !rc; i++) {
-      strata_block *eb = &w->eval[tk[i].data];
-      if (!eb->len) continue;
-      strata_task_view tv = {.pass = pass,
-                             .subepoch = s,
-                             .ids = tk[i],
-                             .data = eb,
-                             .resident = &w->res[tk[i].resident],
-                             .rotating = &w->rot[tk[i].rotating],
-                             .global = w->global,
-                             .chunk = -1,
-                             .row_lo = 0,
-                             .row_hi = w->rot[tk[i].rotating].nrows};
-      rc = w->app->evaluate(w->state, &tv, partials);
-    }
-  }
-  return rc;
-}
-
-/* The global block on the ring: after each sub-epoch a worker sends its
- * change (copy minus the snapshot taken at the last exchange) to every other
- * worker, and adds theirs one sub-epoch later, in worker order, to its copy
- * and its snapshot; at the end of a pass everything is added. */
-typedef struct gsync {
-  size_t n;         /* floats */
-  float *snap, *out, *in; /* in: P slots of n */
-  strata_req *reqs; /* 2P */
-  int pending;
-} gsync;
-
 static int gsync_finish(strata__worker *w, gsync *g, strata_worker_stats *st) {
   if (!g->pending) return 0;
   int P = w->sched.n_workers, rc = 0;
@@ -309,7 +277,7 @@ static int gsync_post(strata__worker *w, gsync *g, strata_worker_stats *st) {
  * pass: its resident blocks, the rotating blocks it computed last (in the
  * final sub-epoch; each rotating block is used by one task per sub-epoch),
  * and on worker 0 the global block. */
-static int ring_block_objectives(strata__worker *w, int pass, double *partials) {
+static int block_objectives(strata__worker *w, int pass, double *partials) {
   int rc = 0, n;
   for (int i = 0; i < w->sched.n_resident && !rc; i++)
     if (strata_schedule_resident_owner(&w->sched, i) == w->me)
@@ -323,132 +291,162 @@ static int ring_block_objectives(strata__worker *w, int pass, double *partials) 
   return rc;
 }
 
-int strata__worker_loop(strata__worker *w) {
-  if (strata_engine_is_ps(w->setup.mode)) return strata__worker_loop_ps(w);
-  ring rg = {0};
-  gsync gs = {0};
-  int rc = 0;
-  int nrot = w->sched.n_rotating;
-  int sync = w->global && w->t && w->sched.n_workers > 1;
-  if (sync) {
-    int P = w->sched.n_workers;
-    gs.n = w->global->len / sizeof(float);
-    gs.snap = strata_malloc(gs.n * sizeof(float));
-    gs.out = strata_malloc(gs.n * sizeof(float));
-    gs.in = strata_malloc(gs.n * (size_t)P * sizeof(float));
-    gs.reqs = strata_calloc(2 * (size_t)P, sizeof *gs.reqs);
-    if (!gs.snap || !gs.out || !gs.in || !gs.reqs) {
-      rc = strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
-      goto done;
-    }
-    memcpy(gs.snap, w->global->buf, gs.n * sizeof(float));
-  }
-  rg.S = w->sched.n_subepochs;
-  rg.P = w->sched.n_workers;
-  rg.depth = w->setup.depth;
-  rg.holder = strata_malloc((size_t)rg.S * (size_t)nrot * sizeof(int));
-  rg.recv = strata_calloc((size_t)nrot * (size_t)rg.depth, sizeof(strata_req));
-  rg.send = strata_calloc((size_t)nrot * (size_t)rg.depth, sizeof(strata_req));
-  rg.incoming = strata_calloc((size_t)nrot, sizeof(int));
-  rg.sending = strata_calloc((size_t)nrot, sizeof(int));
-  rg.spare = strata_calloc((size_t)nrot, sizeof(void *));
-  rg.in_spare = strata_calloc((size_t)nrot, sizeof(int));
-  if (!rg.holder || !rg.recv || !rg.send || !rg.incoming || !rg.sending || !rg.spare ||
-      !rg.in_spare) {
-    rc = strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
-    goto done;
-  }
-  for (int s = 0; s < rg.S; s++)
-    for (int r = 0; r < nrot; r++)
-      rg.holder[s * nrot + r] = strata_schedule_rotating_holder(&w->sched, r, s);
 
-  int passes = w->setup.passes;
-  int do_eval = w->has_eval && w->app->evaluate;
-  double ctl[STRATA_MAX_CONTROLS];
-  for (int pass = 0; pass < passes && !rc; pass++) {
-    pass_report rep;
-    strata__report_begin(&rep, pass, w->me);
-    strata_worker_stats *st = &rep.stats;
-    double t_pass = strata_now(), cpu0 = strata_cpu_seconds();
-    int stop = 0;
-    if ((rc = strata__pass_verdict(w, pass, &stop, ctl))) break;
-    if (stop) {
-      w->stopped = 1;
-      break;
-    }
-    st->wait_s += strata_now() - t_pass;
-    /* A straggler here: a clock is a pass of the ring. */
-    if (w->opts && w->opts->straggler_ms && pass % rg.P == w->me)
-      st->delay_s += strata__straggle_ms(w->opts->straggler_ms, w->opts->straggler_spin);
-    for (int s = 0; s < rg.S && !rc; s++) {
-      /* Receives for the next sub-epoch go up before this one's compute, so
-       * each incoming block lands while this worker is busy. */
-      int last = (s == rg.S - 1);
-      if (w->t && !(last && pass == passes - 1)) rc = post_receives(w, &rg, (s + 1) % rg.S, st);
-      int n;
-      const strata_task *tk = strata_schedule_tasks(&w->sched, s, w->me, &n);
-      for (int i = 0; i < n && !rc; i++) {
-        int r = tk[i].rotating;
-        int next = holder(w, &rg, (s + 1) % rg.S, r);
-        int send_to = (next != w->me && !(last && pass == passes - 1)) ? next : -1;
-        rc = run_task(w, &rg, pass, s, &tk[i], send_to, ctl, rep.partials, st);
-      }
-      if (!rc && sync) rc = gsync_post(w, &gs, st);
-    }
-    if (!rc && sync) rc = gsync_finish(w, &gs, st);
-    if (rc) break;
-    st->time_s = strata_now() - t_pass;
-    if (w->app->block_objective) {
-      double t0 = strata_now();
-      rc = ring_block_objectives(w, pass, rep.partials);
-      st->eval_s += strata_now() - t0;
-    }
-    if (!rc && do_eval) rc = evaluate(w, &rg, pass, rep.partials, st);
-    st->cpu_s = strata_cpu_seconds() - cpu0;
-    st->span_s = strata_now() - t_pass;
-    if (!rc) rc = w->report(w->report_ud, &rep);
+static void ring_free(void *be) {
+  ring *rg = be;
+  if (!rg) return;
+  strata_free(rg->gs.snap);
+  strata_free(rg->gs.out);
+  strata_free(rg->gs.in);
+  strata_free(rg->gs.reqs);
+  for (int r = 0; rg->spare && r < rg->w->sched.n_rotating; r++) strata_free(rg->spare[r]);
+  strata_free(rg->spare);
+  strata_free(rg->in_spare);
+  strata_free(rg->holder);
+  strata_free(rg->recv);
+  strata_free(rg->send);
+  strata_free(rg->incoming);
+  strata_free(rg->sending);
+  strata_free(rg);
+}
+
+static int ring_open(strata__worker *w, void **out) {
+  ring *rg = strata_calloc(1, sizeof *rg);
+  *out = rg;
+  if (!rg) return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
+  rg->w = w;
+  int nrot = w->sched.n_rotating;
+  rg->sync = w->global && w->t && w->sched.n_workers > 1;
+  if (rg->sync) {
+    gsync *g = &rg->gs;
+    int P = w->sched.n_workers;
+    g->n = w->global->len / sizeof(float);
+    g->snap = strata_malloc(g->n * sizeof(float));
+    g->out = strata_malloc(g->n * sizeof(float));
+    g->in = strata_malloc(g->n * (size_t)P * sizeof(float));
+    g->reqs = strata_calloc(2 * (size_t)P, sizeof *g->reqs);
+    if (!g->snap || !g->out || !g->in || !g->reqs)
+      return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
+    memcpy(g->snap, w->global->buf, g->n * sizeof(float));
   }
-  /* Leave no transfer behind: export and free need settled buffers. */
-  for (int r = 0; r < nrot && !rc && w->t; r++) {
-    for (int c = 0; c < rg.depth && rg.incoming[r]; c++)
-      rc = strata_comm_wait(w->t, &rg.recv[r * rg.depth + c]);
-    strata_worker_stats dummy = {0};
-    if (!rc) rc = finish_sends(w, &rg, r, &dummy);
-    if (!rc) rc = adopt_incoming(w, &rg, r, &dummy);
+  rg->S = w->sched.n_subepochs;
+  rg->P = w->sched.n_workers;
+  rg->depth = w->setup.depth;
+  rg->holder = strata_malloc((size_t)rg->S * (size_t)nrot * sizeof(int) + 1);
+  rg->recv = strata_calloc((size_t)nrot * (size_t)rg->depth + 1, sizeof(strata_req));
+  rg->send = strata_calloc((size_t)nrot * (size_t)rg->depth + 1, sizeof(strata_req));
+  rg->incoming = strata_calloc((size_t)nrot + 1, sizeof(int));
+  rg->sending = strata_calloc((size_t)nrot + 1, sizeof(int));
+  rg->spare = strata_calloc((size_t)nrot + 1, sizeof(void *));
+  rg->in_spare = strata_calloc((size_t)nrot + 1, sizeof(int));
+  if (!rg->holder || !rg->recv || !rg->send || !rg->incoming || !rg->sending || !rg->spare ||
+      !rg->in_spare)
+    return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
+  for (int s = 0; s < rg->S; s++)
+    for (int r = 0; r < nrot; r++)
+      rg->holder[s * nrot + r] = strata_schedule_rotating_holder(&w->sched, r, s);
+  return 0;
+}
+
+static int ring_begin_pass(void *be, int pass, strata_worker_stats *st) {
+  (void)be, (void)pass, (void)st;
+  return 0;
+}
+
+static int ring_begin_subepoch(void *be, int pass, int s, strata_worker_stats *st) {
+  ring *rg = be;
+  strata__worker *w = rg->w;
+  /* A straggler here: a clock is a pass of the ring. */
+  if (s == 0 && w->opts && w->opts->straggler_ms && pass % rg->P == w->me)
+    st->delay_s += strata__straggle_ms(w->opts->straggler_ms, w->opts->straggler_spin);
+  /* Receives for the next sub-epoch go up before this one's compute, so
+   * each incoming block lands while this worker is busy. */
+  if (w->t && !(s == rg->S - 1 && pass == w->setup.passes - 1))
+    return post_receives(w, rg, (s + 1) % rg->S, st);
+  return 0;
+}
+
+static int ring_end_subepoch(void *be, int pass, int s, strata_worker_stats *st) {
+  ring *rg = be;
+  (void)pass, (void)s;
+  return rg->sync ? gsync_post(rg->w, &rg->gs, st) : 0;
+}
+
+static int ring_end_pass(void *be, int pass, strata_worker_stats *st) {
+  ring *rg = be;
+  (void)pass;
+  return rg->sync ? gsync_finish(rg->w, &rg->gs, st) : 0;
+}
+
+static void ring_stats(void *be, strata_worker_stats *st) {
+  (void)be, (void)st;
+}
+
+static int ring_evaluate(void *be, int pass, pass_report *rep) {
+  ring *rg = be;
+  strata__worker *w = rg->w;
+  strata_worker_stats *st = &rep->stats;
+  int rc = 0;
+  if (w->app->block_objective) {
+    double t0 = strata_now();
+    rc = block_objectives(w, pass, rep->partials);
+    st->eval_s += strata_now() - t0;
   }
-done:
-  strata_free(gs.snap);
-  strata_free(gs.out);
-  strata_free(gs.in);
-  strata_free(gs.reqs);
-  for (int r = 0; rg.spare && r < nrot; r++) strata_free(rg.spare[r]);
-  strata_free(rg.spare);
-  strata_free(rg.in_spare);
-  strata_free(rg.holder);
-  strata_free(rg.recv);
-  strata_free(rg.send);
-  strata_free(rg.incoming);
-  strata_free(rg.sending);
+  if (!rc && w->has_eval && w->app->evaluate) rc = evaluate(w, rg, pass, rep->partials, st);
+  strata__worker_stamp(w, st);
+  if (!rc) rc = w->report(w->report_ud, rep);
   return rc;
 }
 
-void strata__worker_close(strata__worker *w) {
-  if (w->state && w->app->worker_free) w->app->worker_free(w->state);
-  w->state = NULL;
-  int nd = w->sched.n_data, nr = w->sched.n_resident, nt = w->sched.n_rotating;
-  for (int i = 0; w->data && i < nd; i++) strata_free(w->data[i].buf);
-  for (int i = 0; w->eval && i < nd; i++) strata_free(w->eval[i].buf);
-  for (int i = 0; w->res && i < nr; i++) strata_free(w->res[i].buf);
-  for (int i = 0; w->rot && i < nt; i++) strata_free(w->rot[i].buf);
-  strata_free(w->data);
-  strata_free(w->eval);
-  strata_free(w->res);
-  strata_free(w->rot);
-  w->data = w->eval = w->res = w->rot = NULL;
-  if (w->global && w->t) { /* in serial mode the problem owns it */
-    strata_free(w->global->buf);
-    strata_free(w->global);
+/* Leaves no transfer behind: export and free need settled buffers. */
+static int ring_close(void *be, int stopped) {
+  ring *rg = be;
+  strata__worker *w = rg->w;
+  (void)stopped;
+  int rc = 0;
+  for (int r = 0; r < w->sched.n_rotating && !rc && w->t; r++) {
+    for (int c = 0; c < rg->depth && rg->incoming[r] && !rc; c++)
+      rc = strata_comm_wait(w->t, &rg->recv[r * rg->depth + c]);
+    strata_worker_stats dummy = {0};
+    if (!rc) rc = finish_sends(w, rg, r, &dummy);
+    if (!rc) rc = adopt_incoming(w, rg, r, &dummy);
   }
-  w->global = NULL;
-  strata_schedule_close(&w->sched);
+  return rc;
 }
+
+/* Scheduled and serial modes take none of the table settings. */
+static int ring_resolve(strata_engine_opts *o, int s_given, int wpc_given, int pf_given) {
+  if (s_given || wpc_given || pf_given)
+    return strata_err_set(STRATA_EUSAGE,
+                          "--%s applies to the parameter-server modes (bsp, absp, ssp, essp, "
+                          "async), not --mode %s",
+                          s_given ? "staleness" : wpc_given ? "wpc" : "prefetch",
+                          strata_mode_name(o->mode));
+  o->wpc = 0; /* an app default does not apply */
+  return 0;
+}
+
+static int ring_control_lag(const strata_engine_opts *o) {
+  (void)o;
+  return 2;
+}
+
+const strata__backend strata__ring_backend = {
+    .name = "ring",
+    .resolve = ring_resolve,
+    .control_lag = ring_control_lag,
+    .check = NULL,
+    .all_rotating = 0,
+    .open = ring_open,
+    .begin_pass = ring_begin_pass,
+    .begin_subepoch = ring_begin_subepoch,
+    .acquire = ring_acquire,
+    .release = ring_release,
+    .end_subepoch = ring_end_subepoch,
+    .end_pass = ring_end_pass,
+    .stats = ring_stats,
+    .evaluate = ring_evaluate,
+    .idle = NULL,
+    .close = ring_close,
+    .free = ring_free,
+};

@@ -1,0 +1,97 @@
+/*
+ * The back-off wait (core/wait.h) on a per-thread libev loop.
+ */
+#include <ev.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include "core/wait.h"
+#include "strata/core.h"
+
+typedef struct waiter {
+  strata__poll_fn poll;
+  void *ctx;
+  const strata__wait_conf *conf;
+  double interval;
+  int rc;
+  ev_timer timer;
+  ev_signal sigint, sigterm;
+} waiter;
+
+/* One loop per thread, made at its first wait and kept: the waits of the
+ * table, the coordinator and set-up then allocate nothing while they poll.
+ * Signal watchers need the default loop, which only the main thread uses. */
+static pthread_key_t loop_key;
+static pthread_once_t loop_once = PTHREAD_ONCE_INIT;
+
+static void loop_free(void *loop) { ev_loop_destroy(loop); }
+static void loop_key_make(void) { pthread_key_create(&loop_key, loop_free); }
+
+static struct ev_loop *loop_for(int signals) {
+  if (signals) return ev_default_loop(EVFLAG_AUTO);
+  pthread_once(&loop_once, loop_key_make);
+  struct ev_loop *loop = pthread_getspecific(loop_key);
+  if (!loop && (loop = ev_loop_new(EVFLAG_AUTO)) && pthread_setspecific(loop_key, loop)) {
+    ev_loop_destroy(loop);
+    loop = NULL;
+  }
+  return loop;
+}
+
+/* Arms the timer for the next poll: the back-off step, cut at the deadline.
+ * Returns 0 when the deadline has passed. */
+static int arm(struct ev_loop *loop, waiter *wt, int progressed) {
+  double ceil = wt->conf->ceiling > STRATA__WAIT_MIN ? wt->conf->ceiling : STRATA__WAIT_MIN;
+  wt->interval = progressed ? STRATA__WAIT_MIN : (wt->interval * 2 < ceil ? wt->interval * 2 : ceil);
+  wt->timer.repeat = wt->interval;
+  if (wt->conf->until > 0) {
+    double left = wt->conf->until - strata_now();
+    if (left <= 0) return 0;
+    if (left < wt->timer.repeat) wt->timer.repeat = left;
+  }
+  ev_timer_again(loop, &wt->timer);
+  return 1;
+}
+
+static void on_timer(struct ev_loop *loop, ev_timer *w, int revents) {
+  (void)revents;
+  waiter *wt = w->data;
+  int done = 0, progressed = 0;
+  wt->rc = wt->poll(wt->ctx, &done, &progressed);
+  if (wt->rc || done || !arm(loop, wt, progressed)) ev_break(loop, EVBREAK_ONE);
+}
+
+static void on_signal(struct ev_loop *loop, ev_signal *w, int revents) {
+  (void)revents;
+  waiter *wt = w->data;
+  wt->rc = strata_err_set(STRATA_EINTR, "%s: interrupted by signal %d",
+                          wt->conf->who ? wt->conf->who : "strata", w->signum);
+  ev_break(loop, EVBREAK_ONE);
+}
+
+int strata__wait(strata__poll_fn poll, void *ctx, const strata__wait_conf *conf) {
+  int done = 0, progressed = 0;
+  int rc = poll(ctx, &done, &progressed);
+  if (rc || done) return rc;
+  if (conf->until > 0 && strata_now() >= conf->until) return 0;
+  struct ev_loop *loop = loop_for(conf->signals);
+  if (!loop) return strata_err_set(STRATA_ECOMM, "cannot create an event loop");
+  waiter wt = {.poll = poll, .ctx = ctx, .conf = conf, .interval = STRATA__WAIT_MIN / 2};
+  ev_init(&wt.timer, on_timer);
+  wt.timer.data = &wt;
+  if (conf->signals) {
+    ev_signal_init(&wt.sigint, on_signal, SIGINT);
+    wt.sigint.data = &wt;
+    ev_signal_init(&wt.sigterm, on_signal, SIGTERM);
+    wt.sigterm.data = &wt;
+    ev_signal_start(loop, &wt.sigint);
+    ev_signal_start(loop, &wt.sigterm);
+  }
+  if (arm(loop, &wt, 0)) ev_run(loop, 0);
+  ev_timer_stop(loop, &wt.timer);
+  if (conf->signals) {
+    ev_signal_stop(loop, &wt.sigint);
+    ev_signal_stop(loop, &wt.sigterm);
+  }
+  return wt.rc;
+}

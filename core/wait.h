@@ -1,0 +1,39 @@
+/*
+ * The one way strata waits without spinning (internal to libstrata).
+ *
+ * A libev loop owned by the calling thread wakes on a timer, calls the
+ * caller's poll function, and backs off while nothing moves: the sleep
+ * starts at STRATA__WAIT_MIN, doubles after every poll that made no
+ * progress up to the call's ceiling, and drops back to the minimum after
+ * one that did. The loop is created once per thread, so polling allocates
+ * nothing. Open MPI's blocking calls would poll the network in a tight
+ * loop and take a core from the workers; this never does.
+ */
+#ifndef STRATA_CORE_WAIT_H
+#define STRATA_CORE_WAIT_H
+
+#define STRATA__WAIT_MIN 20e-6
+/* Ceilings: an idle rank (set-up, the coordinator between reports, a table
+ * read waiting for peers) wakes at least every millisecond; a wait whose
+ * end every peer leaves together (the start of the passes) polls at least
+ * every 100 us, so no worker starts a pass late by more than that. */
+#define STRATA__WAIT_IDLE 1e-3
+#define STRATA__WAIT_PROMPT 100e-6
+
+/* Polls once: 0 or a negative code; *done = 1 ends the wait; *progressed = 1
+ * when something moved (the next sleep is the shortest again). */
+typedef int (*strata__poll_fn)(void *ctx, int *done, int *progressed);
+
+typedef struct strata__wait_conf {
+  double ceiling;  /* longest sleep between polls, seconds */
+  double until;    /* > 0: also end then (strata_now() time), never sleeping past it */
+  int signals;     /* 1: SIGINT and SIGTERM end the wait with STRATA_EINTR (the
+                      coordinator's waits; the main thread only) */
+  const char *who; /* names the waiter in the interrupt message */
+} strata__wait_conf;
+
+/* Polls at once, then on the back-off timer until poll says done, the
+ * deadline passes, poll fails, or (signals) a signal arrives. */
+int strata__wait(strata__poll_fn poll, void *ctx, const strata__wait_conf *conf);
+
+#endif

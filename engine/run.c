@@ -1,0 +1,106 @@
+/*
+ * The engine: strata_engine_run gives each rank its role (the coordinator,
+ * a worker, or in serial mode both in one process) and strata_engine_finish
+ * ends every rank alike. It is the one layer that knows both sides: it
+ * reads the mode table (worker/) and hands the coordinator (scheduler/) the
+ * facts of the run's mode.
+ */
+#include <string.h>
+#include <sys/stat.h>
+
+#include "engine/engine.h"
+#include "scheduler/coordinator.h"
+#include "strata/core.h"
+#include "worker/worker.h"
+
+/* The model directory may exist (files in it are replaced) or be creatable. */
+static int check_model_dir(const char *dir) {
+  struct stat st;
+  if (stat(dir, &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) return strata_err_set(STRATA_EIO, "%s: exists and is not a directory", dir);
+    char probe[4096];
+    if (snprintf(probe, sizeof probe, "%s/meta.json", dir) >= (int)sizeof probe)
+      return strata_err_set(STRATA_EINVAL, "%s: path too long", dir);
+    return strata_check_writable(probe);
+  }
+  return strata_check_writable(dir);
+}
+
+/* What every run checks before any work, so that a typo costs nothing. */
+static int check_run(const strata_app *app, const strata_engine_opts *opts) {
+  if (!strata__backend_of(opts->mode))
+    return strata_err_set(STRATA_EINVAL, "unknown mode %d", (int)opts->mode);
+  if (app->n_partials > STRATA_MAX_PARTIALS || app->n_objectives > STRATA_MAX_OBJECTIVES ||
+      app->n_controls > STRATA_MAX_CONTROLS)
+    return strata_err_set(STRATA_EINVAL, "%s: at most %d partials, %d objectives and %d controls",
+                          app->name, STRATA_MAX_PARTIALS, STRATA_MAX_OBJECTIVES, STRATA_MAX_CONTROLS);
+  int rc = opts->metrics_out ? strata_check_writable(opts->metrics_out) : 0;
+  if (!rc && opts->model_out) rc = check_model_dir(opts->model_out);
+  return rc;
+}
+
+int strata_engine_run(const strata_app *app, void *cfg, const strata_engine_opts *opts,
+                      strata_transport *t, strata_run_result *result) {
+  int serial = t == NULL;
+  int P = serial ? 1 : t->size - 1;
+  if (!serial && t->rank > 0) {
+    int own = 0;
+    int rc = strata__worker_main(app, cfg, opts, t, &own);
+    result->peers_blocked = own;
+    return rc;
+  }
+  strata__run run = {.app = app,
+                     .cfg = cfg,
+                     .opts = opts,
+                     .setup = {.workers = P,
+                               .strata = opts->strata ? opts->strata : P,
+                               .depth = opts->depth,
+                               .passes = opts->passes,
+                               .seed = opts->seed,
+                               .worker = -1,
+                               .mode = opts->mode,
+                               .model_out = opts->model_out},
+                     .all_rotating = strata__mode_all_rotating(opts->mode),
+                     .lag = strata__mode_control_lag(opts),
+                     .check = strata__mode_check};
+  double cpu0 = strata_cpu_seconds(), wall0 = strata_now();
+  int rc = check_run(app, opts);
+  if (rc) {
+    if (!serial) strata__coordinator_fail(t, rc);
+  } else {
+    rc = serial ? strata__serial_run(&run, result) : strata__coordinator_run(&run, t, result);
+  }
+  result->coordinator_cpu_s = strata_cpu_seconds() - cpu0;
+  result->coordinator_wall_s = strata_now() - wall0;
+  /* The result keeps the problem for describe() and the caller; training
+   * data is no longer needed. */
+  strata_problem *p = &result->problem;
+  for (int i = 0; p->data && i < p->n_data; i++) {
+    strata_free(p->data[i].buf);
+    p->data[i].buf = NULL;
+  }
+  return rc;
+}
+
+int strata_engine_finish(strata_transport *t, int rc) {
+  if (!t) return rc;
+  int32_t code = rc;
+  if (t->rank == 0) {
+    /* One small message per worker, each waited for: nothing to allocate,
+     * so even an out-of-memory rank 0 can still release its workers. */
+    int err = 0;
+    for (int w = 1; w < t->size && !err; w++) {
+      strata_req rq = {0};
+      err = t->isend(t->impl, &code, sizeof code, w, TAG_FINAL, &rq);
+      if (!err) err = strata__comm_wait_signals(t, &rq, 1, "coordinator");
+    }
+    return rc ? rc : err;
+  }
+  strata_req rq = {0};
+  int err = t->irecv(t->impl, &code, sizeof code, 0, TAG_FINAL, &rq);
+  if (!err) err = strata_comm_wait_idle(t, &rq);
+  if (err) return err;
+  /* The coordinator reports its own failure; this rank only follows. */
+  if (code) strata_err_clear();
+  return code;
+}

@@ -1,0 +1,45 @@
+/*
+ * strata/problem.h - the problem an app's load builds: its data blocks,
+ * their evaluation parts, the parameter blocks (resident, rotating, global)
+ * with their initial values, and the meta bytes every worker receives.
+ * strata/app.h says who fills and reads which part.
+ */
+#ifndef STRATA_PROBLEM_H
+#define STRATA_PROBLEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strata/error.h"
+
+typedef struct strata_block {
+  void *buf;          /* owned by whoever holds the block (strata_alloc_aligned) */
+  size_t len;         /* bytes */
+  uint32_t nrows;     /* rotating blocks: row count (len == nrows * row_bytes) */
+  uint32_t row_bytes; /* rotating blocks: bytes per row; 0 for other blocks */
+} strata_block;
+
+/* What `load` produces on the coordinator. The engine takes ownership of
+ * every buffer (freed with strata_free) once load returns 0. */
+typedef struct strata_problem {
+  void *meta;    /* bytes every worker receives before worker_init (may be NULL) */
+  size_t meta_len;
+  int n_data, n_resident, n_rotating;
+  strata_block *data;     /* n_data entries (strata_malloc'd array) */
+  strata_block *eval;     /* NULL, or n_data entries (len 0 = none for that block) */
+  strata_block *resident; /* n_resident entries, initial values */
+  strata_block *rotating; /* n_rotating entries, initial values */
+  strata_block global;    /* len 0: none; else nrows rows of row_bytes, floats */
+  uint64_t n_examples;    /* training examples processed per pass */
+  void *priv;             /* coordinator-only app state (id maps, ...) */
+  void (*priv_free)(void *priv); /* releases priv; called by strata_problem_close */
+} strata_problem;
+
+/* Releases every buffer of a problem and zeroes it; safe on a zeroed one. */
+STRATA_EXPORT void strata_problem_close(strata_problem *prob);
+
+/* Allocates the block arrays of a problem (zeroed). 0 or STRATA_ENOMEM. */
+STRATA_EXPORT int strata_problem_alloc(strata_problem *prob, int n_data, int n_resident,
+                                       int n_rotating, int with_eval);
+
+#endif

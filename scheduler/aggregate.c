@@ -1,0 +1,256 @@
+/*
+ * Metric aggregation (scheduler/aggregate.h): one place turns pass reports
+ * into the run's figures and verdicts, for every mode.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "scheduler/aggregate.h"
+#include "strata/core.h"
+
+static int decide(strata__agg *c, int k);
+
+/* Whether the summed partials of pass `pass` (0-based) are all finite; if
+ * not, records the divergence message, naming the objectives the
+ * non-finite partials make non-finite (those finite once they are 1). */
+static int check_finite(strata__agg *c, int pass, const double *values) {
+  const strata_app *app = c->app;
+  int bad = 0;
+  double clean[STRATA_MAX_PARTIALS], cv[STRATA_MAX_OBJECTIVES];
+  for (int i = 0; i < app->n_partials; i++) {
+    bad |= !isfinite(c->partials[i]);
+    clean[i] = isfinite(c->partials[i]) ? c->partials[i] : 1.0;
+  }
+  if (!bad) return 1;
+  app->objectives(c->cfg, c->prob, clean, cv);
+  char names[160] = "";
+  size_t used = 0;
+  for (int i = 0; i < app->n_objectives && used < sizeof names; i++)
+    if (!isfinite(values[i]) && isfinite(cv[i]))
+      used += (size_t)snprintf(names + used, sizeof names - used, "%s%s is %s", used ? ", " : "",
+                               app->objective_names[i], isnan(values[i]) ? "nan" : "infinite");
+  snprintf(c->diverged, sizeof c->diverged, "the run diverged at pass %d: %s%s%s", pass + 1,
+           used ? names : "its objectives are not finite", app->diverged_hint ? "; " : "",
+           app->diverged_hint ? app->diverged_hint : "");
+  c->diverged_pass = pass + 1;
+  return 0;
+}
+
+int strata__agg_open(strata__agg *c) {
+  strata_run_result *r = c->res;
+  int P = c->setup.workers, N = c->setup.passes;
+  r->app = c->app;
+  r->cfg = c->cfg;
+  r->mode = c->setup.mode;
+  r->opts = c->opts;
+  r->workers = P;
+  r->strata = c->setup.strata;
+  r->depth = c->setup.depth;
+  r->passes = N;
+  r->per_pass = strata_calloc((size_t)N, sizeof *r->per_pass);
+  r->per_pass_worker = strata_calloc((size_t)N * (size_t)P, sizeof *r->per_pass_worker);
+  r->worker_total = strata_calloc((size_t)P, sizeof *r->worker_total);
+  c->ctl = strata_calloc((size_t)N, sizeof *c->ctl);
+  c->obj_hist = strata_calloc((size_t)N * STRATA_MAX_OBJECTIVES, sizeof *c->obj_hist);
+  if (!r->per_pass || !r->per_pass_worker || !r->worker_total || !c->ctl || !c->obj_hist)
+    return strata_err_set(STRATA_ENOMEM, "coordinator: out of memory");
+  c->run_passes = N;
+  return 0;
+}
+
+/* Folds one worker's report into the pass; logs the pass when complete. */
+int strata__agg_report(void *ud, const pass_report *rep) {
+  strata__agg *c = ud;
+  strata_run_result *r = c->res;
+  int P = c->setup.workers;
+  if (rep->pass < 1 || rep->pass > c->setup.passes || rep->worker < 0 || rep->worker >= P)
+    return strata_err_set(STRATA_ECOMM, "coordinator: bad report (pass %d, worker %d)", rep->pass,
+                          rep->worker);
+  int pi = rep->pass - 1;
+  strata_pass_stats *ps = &r->per_pass[pi];
+  const strata_worker_stats *ws = &rep->stats;
+  r->per_pass_worker[(size_t)pi * (size_t)P + (size_t)rep->worker] = *ws;
+  strata_worker_stats *tot = &r->worker_total[rep->worker];
+  tot->time_s += ws->time_s;
+  tot->compute_s += ws->compute_s;
+  tot->wait_s += ws->wait_s;
+  tot->eval_s += ws->eval_s;
+  tot->cpu_s += ws->cpu_s;
+  tot->span_s += ws->span_s;
+  tot->bytes_sent += ws->bytes_sent;
+  tot->bytes_recv += ws->bytes_recv;
+  tot->eval_bytes += ws->eval_bytes;
+  tot->delay_s += ws->delay_s;
+  tot->clocks += ws->clocks;
+  tot->reads += ws->reads;
+  tot->diff_sum += ws->diff_sum;
+  if (ws->diff_min < tot->diff_min) tot->diff_min = ws->diff_min;
+  for (int b = 0; b < STRATA_TABLE_HIST; b++) tot->hist[b] += ws->hist[b];
+  ps->pass = rep->pass;
+  memcpy(ps->control, c->ctl[pi].ctl, sizeof ps->control);
+  ps->time_s = fmax(ps->time_s, ws->time_s);
+  ps->compute_s = fmax(ps->compute_s, ws->compute_s);
+  ps->wait_s = fmax(ps->wait_s, ws->wait_s);
+  ps->eval_s = fmax(ps->eval_s, ws->eval_s);
+  ps->bytes_sent += ws->bytes_sent;
+  ps->bytes_recv += ws->bytes_recv;
+  for (int i = 0; i < c->app->n_partials; i++) c->partials[i] += rep->partials[i];
+  c->unscored |= rep->unscored;
+  for (int i = 0; i < c->app->n_partials && rep->has_view; i++) c->view_partials[i] += rep->view_partials[i];
+  ps->has_view |= rep->has_view;
+  if (++c->reports_in < P) return 0;
+
+  c->reports_in = 0;
+  c->app->objectives(c->cfg, c->prob, c->partials, ps->objectives);
+  int finite = c->diverged_pass || check_finite(c, pi, ps->objectives);
+  /* A pass that ended inside a clock (--wpc > 1) had no consistent model
+   * to score: its partials are incomplete, so it reports none. */
+  if (c->unscored)
+    for (int i = 0; i < c->app->n_objectives; i++) ps->objectives[i] = 0.0 / 0.0;
+  c->unscored = 0;
+  if (ps->has_view) c->app->objectives(c->cfg, c->prob, c->view_partials, ps->view_objectives);
+  memset(c->view_partials, 0, sizeof c->view_partials);
+  memcpy(c->obj_hist + (size_t)pi * STRATA_MAX_OBJECTIVES, ps->objectives, sizeof ps->objectives);
+  /* The verdict on pass pi + L: a stop once a pass diverged (the workers
+   * then run the passes before it), else its control values. */
+  int k = pi + c->lag;
+  if (c->n_decided == k && k < c->setup.passes && (finite || !c->ctl[k - 1].stop)) {
+    int rc = decide(c, k);
+    if (rc) return rc;
+  }
+  if (!finite) c->run_passes = k < c->setup.passes ? k : c->setup.passes;
+  memset(c->partials, 0, sizeof c->partials);
+  memcpy(r->objectives, ps->objectives, sizeof r->objectives);
+  /* One line per pass; runs of many fast passes print at most one a second
+   * (plus the last) so the log stays readable. */
+  double now = strata_now();
+  int show = c->setup.passes <= 100 || rep->pass == c->setup.passes || now - c->last_progress >= 1.0;
+  if (c->opts->progress && show) {
+    c->last_progress = now;
+    char obj[256] = "";
+    size_t used = 0;
+    for (int i = 0; i < c->app->n_objectives && used < sizeof obj; i++)
+      if (!isnan(ps->objectives[i]))
+        used += (size_t)snprintf(obj + used, sizeof obj - used, "  %s %.4f",
+                               c->app->objective_names[i], ps->objectives[i]);
+    /* The views' objectives where they differ from the model's. */
+    for (int i = 0; i < c->app->n_objectives && ps->has_view && used < sizeof obj; i++)
+      if (!isnan(ps->view_objectives[i]) && ps->view_objectives[i] != ps->objectives[i])
+        used += (size_t)snprintf(obj + used, sizeof obj - used, "  view_%s %.4f",
+                               c->app->objective_names[i], ps->view_objectives[i]);
+    double rate = ps->time_s > 0 ? (double)c->prob->n_examples / ps->time_s / 1e6 : 0;
+    strata_log(STRATA_LOG_INFO, "pass %d/%d  %.3fs  %.1f M/s  wait %.1f%%%s", rep->pass,
+               c->setup.passes, ps->time_s, rate,
+               ps->time_s > 0 ? 100.0 * ps->wait_s / ps->time_s : 0.0, obj);
+  }
+  return 0;
+}
+
+/* Each worker's pass times from pass 2 on, in windows of P consecutive
+ * passes (one straggler delay each when one comes every P-th clock): the
+ * median of the window means, largest over workers. Falls back to
+ * mean_pass_s with fewer than P passes after the first, or no memory. */
+static double window_pass(const strata_run_result *r, int N, int P) {
+  int nw = (N - 1) / P;
+  double *win = nw > 0 ? strata_malloc((size_t)nw * sizeof *win) : NULL;
+  if (!win) return r->mean_pass_s;
+  double best = 0;
+  for (int w = 0; w < P; w++) {
+    for (int k = 0; k < nw; k++) {
+      double sum = 0;
+      for (int i = 1 + k * P; i < 1 + (k + 1) * P; i++)
+        sum += r->per_pass_worker[(size_t)i * (size_t)P + (size_t)w].time_s;
+      win[k] = sum / P;
+    }
+    double m = strata_median(win, nw);
+    if (m > best) best = m;
+  }
+  strata_free(win);
+  return best;
+}
+
+static void finish_result(strata__agg *c) {
+  strata_run_result *r = c->res;
+  r->n_examples = c->prob->n_examples;
+  r->wall_s = strata_now() - c->t_train0;
+  r->coordinator_train_cpu_s = strata_cpu_seconds() - c->cpu_train0;
+  int N = c->setup.passes;
+  double *times = strata_malloc((size_t)N * sizeof *times);
+  if (times) {
+    for (int i = 0; i < N; i++) times[i] = r->per_pass[i].time_s;
+    r->time_per_pass_s = N > 1 ? strata_median(times + 1, N - 1) : times[0];
+  } else {
+    r->time_per_pass_s = 0.0 / 0.0; /* reported as null rather than a made-up value */
+  }
+  strata_free(times);
+  int first = N > 1 ? 1 : 0;
+  r->mean_pass_s = 0;
+  for (int w = 0; w < c->setup.workers; w++) {
+    double sum = 0;
+    for (int i = first; i < N; i++) sum += r->per_pass_worker[(size_t)i * (size_t)c->setup.workers + (size_t)w].time_s;
+    if (sum / (N - first) > r->mean_pass_s) r->mean_pass_s = sum / (N - first);
+  }
+  r->window_pass_s = window_pass(r, N, c->setup.workers);
+  r->updates_per_s = r->time_per_pass_s > 0 ? (double)r->n_examples / r->time_per_pass_s : 0;
+}
+
+
+/* Fixes pass k's verdict and, with workers, sends it to each. */
+static int decide(strata__agg *c, int k) {
+  pass_control *v = &c->ctl[k];
+  memset(v, 0, sizeof *v);
+  v->pass = k;
+  v->stop = c->diverged_pass != 0;
+  if (!v->stop && c->app->pass_control) {
+    int known = k - c->lag + 1;
+    c->app->pass_control(c->cfg, k, c->obj_hist, known > 0 ? known : 0, k ? c->ctl[k - 1].ctl : NULL,
+                         v->ctl);
+  }
+  c->n_decided = k + 1;
+  return c->publish ? c->publish(c->publish_ud, v) : 0;
+}
+
+/* The verdicts of the first L passes, which follow no summed pass. */
+int strata__agg_decide_first(strata__agg *c) {
+  int rc = 0;
+  for (int k = 0; k < c->lag && k < c->setup.passes && !rc; k++) rc = decide(c, k);
+  return rc;
+}
+
+/* The run's end after a stop verdict: every worker ran the passes before
+ * it; nothing is exported. */
+static int diverged(strata__agg *c) {
+  c->res->peers_blocked = 0;
+  c->res->workers_done = 1;
+  return strata_err_set(STRATA_EDIVERGED, "%s", c->diverged);
+}
+
+/* Serial mode: the verdicts are decided in the same process, before the
+ * passes they govern (the pass they follow was summed in take_report). */
+int strata__agg_control(void *ud, int pass, pass_control *out) {
+  strata__agg *c = ud;
+  if (pass >= c->n_decided)
+    return strata_err_set(STRATA_EINVAL, "serial: no verdict for pass %d", pass + 1);
+  *out = c->ctl[pass];
+  return 0;
+}
+
+
+void strata__agg_start(strata__agg *c) {
+  c->t_train0 = strata_now();
+  c->cpu_train0 = strata_cpu_seconds();
+}
+
+int strata__agg_finish(strata__agg *c) {
+  if (c->diverged_pass) return diverged(c);
+  finish_result(c);
+  return 0;
+}
+
+void strata__agg_close(strata__agg *c) {
+  strata_free(c->ctl);
+  strata_free(c->obj_hist);
+  c->ctl = NULL;
+  c->obj_hist = NULL;
+}

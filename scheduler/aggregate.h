@@ -1,0 +1,59 @@
+/*
+ * Metric aggregation (internal to libstrata): folds the workers' pass
+ * reports into a strata_run_result, checks each summed pass for divergence
+ * and decides the verdicts (stop, control values) of later passes. The
+ * coordinator feeds it reports from the wire; serial mode feeds it from
+ * the in-process worker.
+ */
+#ifndef STRATA_SCHEDULER_AGGREGATE_H
+#define STRATA_SCHEDULER_AGGREGATE_H
+
+#include "comm/protocol.h"
+#include "strata/engine.h"
+
+typedef struct strata__agg {
+  /* Set by the caller before strata__agg_open. */
+  const strata_app *app;
+  const void *cfg;
+  const strata_engine_opts *opts;
+  strata_setup setup;
+  const strata_problem *prob; /* objectives and n_examples read it */
+  strata_run_result *res;
+  int lag; /* verdict lag L: pass k's verdict once pass k - L is summed */
+  /* Called with every verdict as it is decided (the coordinator sends it
+   * to every worker); NULL: kept for strata__agg_control only. */
+  int (*publish)(void *ud, const pass_control *v);
+  void *publish_ud;
+
+  /* Internal. */
+  double t_train0, cpu_train0;
+  double last_progress;
+  double partials[STRATA_MAX_PARTIALS];
+  double view_partials[STRATA_MAX_PARTIALS];
+  int reports_in; /* reports received for the pass being assembled */
+  int unscored;   /* one of them says the pass was not scored */
+  pass_control *ctl; /* ctl[k] for every pass k decided so far (n_decided) */
+  int n_decided;
+  int run_passes;    /* the passes the workers run (all, or to the stop) */
+  int diverged_pass; /* 1-based, 0 none */
+  char diverged[256];
+  double *obj_hist;  /* passes * STRATA_MAX_OBJECTIVES, for pass_control */
+} strata__agg;
+
+/* Allocates the result's per-pass arrays. */
+int strata__agg_open(strata__agg *c);
+/* Training starts now (wall and CPU clocks of the result). */
+void strata__agg_start(strata__agg *c);
+/* The verdicts of the first L passes, which follow no summed pass. */
+int strata__agg_decide_first(strata__agg *c);
+/* Folds one worker's report (ud: the aggregator); logs a completed pass
+ * (rank 0's progress line) and decides the verdict that follows from it. */
+int strata__agg_report(void *ud, const pass_report *rep);
+/* Pass `pass`'s verdict, decided already (serial mode's worker control). */
+int strata__agg_control(void *ud, int pass, pass_control *out);
+/* After the last report: STRATA_EDIVERGED with the message when a pass
+ * diverged, else fills the result's summary figures. */
+int strata__agg_finish(strata__agg *c);
+void strata__agg_close(strata__agg *c);
+
+#endif

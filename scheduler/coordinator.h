@@ -1,0 +1,35 @@
+/*
+ * The coordinator (rank 0; internal to libstrata): loads the problem,
+ * computes the schedule, ships each worker its blocks, then aggregates the
+ * workers' reports and decides their verdicts. The engine layer calls it;
+ * it knows nothing of the workers' code, only the wire protocol and the
+ * facts of the run's mode the engine hands it here.
+ */
+#ifndef STRATA_SCHEDULER_COORDINATOR_H
+#define STRATA_SCHEDULER_COORDINATOR_H
+
+#include "strata/engine.h"
+
+/* One run as the engine resolved it. */
+typedef struct strata__run {
+  const strata_app *app;
+  const void *cfg;
+  const strata_engine_opts *opts;
+  strata_setup setup;
+  int all_rotating; /* every worker gets every rotating block at set-up */
+  int lag;          /* verdict lag L */
+  /* The mode's check of the problem: before loading (p and s NULL) and
+   * after scheduling; NULL: none. */
+  int (*check)(const strata_engine_opts *o, const strata_app *app, const strata_problem *p,
+               const strata_schedule *s, int depth);
+} strata__run;
+
+/* Loads the problem and its schedule, checked (also serial mode's load). */
+int strata__coordinator_load(const strata__run *run, strata_problem *prob, strata_schedule *sched);
+/* The whole run on rank 0: result gets the metrics and, in every case, the
+ * problem (its data blocks freed by the caller). */
+int strata__coordinator_run(const strata__run *run, strata_transport *t, strata_run_result *result);
+/* Tells every worker the run failed before it began, so all ranks end. */
+void strata__coordinator_fail(strata_transport *t, int code);
+
+#endif

@@ -1,0 +1,66 @@
+/*
+ * The back-end interface (internal to worker/): how the pass loop
+ * (worker/loop.c) gets the rows of a task's rotating block and hands them
+ * back. Each back-end is one file that defines one strata__backend; the
+ * mode table (worker/modes.c) names which mode runs on which.
+ *
+ * Per pass the loop calls, in this order:
+ *   begin_pass                 before the pass's verdict is awaited
+ *   idle (repeatedly)          while it is awaited
+ *   then, for each sub-epoch s:
+ *     begin_subepoch(s)
+ *     for each task, for each chunk c: acquire, the app's compute, release
+ *     end_subepoch(s)
+ *   end_pass, stats, evaluate
+ * and at the end close (also after a stop verdict, with stopped = 1) and
+ * free. Every call returns 0 or a negative code with a message; after a
+ * failure only free is called.
+ */
+#ifndef STRATA_WORKER_BACKEND_H
+#define STRATA_WORKER_BACKEND_H
+
+#include "worker/worker.h"
+
+struct strata__backend {
+  const char *name;
+
+  /* Settings. resolve checks the mode's flags and fills their defaults
+   * (strata_engine_resolve: staleness < 0 and the *_given flags say what
+   * the user set); control_lag is the verdict lag L of the mode (2, or more
+   * where workers may run passes apart); check refuses a loaded problem
+   * the back-end cannot run (NULL: any); all_rotating: every worker starts
+   * with every rotating block. */
+  int (*resolve)(strata_engine_opts *o, int staleness_given, int wpc_given, int prefetch_given);
+  int (*control_lag)(const strata_engine_opts *o);
+  int (*check)(const strata_engine_opts *o, const strata_app *app, const strata_problem *p,
+               const strata_schedule *s, int depth);
+  int all_rotating;
+
+  /* Opens the back-end on a prepared worker (blocks received). */
+  int (*open)(strata__worker *w, void **be);
+  int (*begin_pass)(void *be, int pass, strata_worker_stats *st);
+  int (*begin_subepoch)(void *be, int pass, int s, strata_worker_stats *st);
+  /* Makes rows [tv->row_lo, tv->row_hi) of tv->rotating (and the global
+   * block, if any) current for chunk tv->chunk of the task. */
+  int (*acquire)(void *be, const strata_task_view *tv, strata_worker_stats *st);
+  /* Hands the chunk's rows back after compute changed them. */
+  int (*release)(void *be, const strata_task_view *tv, strata_worker_stats *st);
+  int (*end_subepoch)(void *be, int pass, int s, strata_worker_stats *st);
+  /* The pass's work is done: whatever must reach other workers goes. */
+  int (*end_pass)(void *be, int pass, strata_worker_stats *st);
+  /* Adds the back-end's own measurements to the pass's stats (time_s holds
+   * the pass's wall time on entry). */
+  void (*stats)(void *be, strata_worker_stats *st);
+  /* Loads the model for evaluation, scores the pass (block objectives and
+   * the app's evaluate) and hands its report to w->report, now or later
+   * (reports go out in pass order). */
+  int (*evaluate)(void *be, int pass, pass_report *rep);
+  /* Work that must go on while the verdict is awaited; NULL: none. */
+  int (*idle)(void *be);
+  /* Settles: every transfer complete, every report out, the final model in
+   * the worker's blocks (unless stopped). */
+  int (*close)(void *be, int stopped);
+  void (*free)(void *be);
+};
+
+#endif

@@ -1,0 +1,132 @@
+/*
+ * The worker's one pass loop: walks the static schedule task by task and
+ * chunk by chunk, asks the mode's back-end for each chunk's rows, runs the
+ * app's compute on them and hands them back. What differs between the ring
+ * and the tables lives behind worker/backend.h.
+ */
+#include <string.h>
+
+#include "strata/core.h"
+#include "worker/backend.h"
+
+/* Pass `pass`'s verdict (w->control, or none): *stop = 1 when the run ends
+ * before it; ctl gets its control values. */
+static int pass_verdict(strata__worker *w, int pass, int *stop, double *ctl) {
+  pass_control v;
+  memset(&v, 0, sizeof v);
+  int rc = w->control ? w->control(w->report_ud, pass, &v) : 0;
+  *stop = v.stop;
+  memcpy(ctl, v.ctl, sizeof v.ctl);
+  return rc;
+}
+
+int strata__worker_score(strata__worker *w, int pass, double *partials) {
+  int rc = 0;
+  for (int s = 0; s < w->sched.n_subepochs && !rc; s++) {
+    int n;
+    const strata_task *tk = strata_schedule_tasks(&w->sched, s, w->me, &n);
+    for (int i = 0; i < n && !rc; i++) {
+      strata_block *eb = &w->eval[tk[i].data];
+      if (!eb->len) continue;
+      strata_task_view tv = {.pass = pass,
+                             .subepoch = s,
+                             .ids = tk[i],
+                             .data = eb,
+                             .resident = &w->res[tk[i].resident],
+                             .rotating = &w->rot[tk[i].rotating],
+                             .global = w->global,
+                             .chunk = -1,
+                             .row_lo = 0,
+                             .row_hi = w->rot[tk[i].rotating].nrows};
+      rc = w->app->evaluate(w->state, &tv, partials);
+    }
+  }
+  return rc;
+}
+
+void strata__worker_stamp(const strata__worker *w, strata_worker_stats *st) {
+  st->cpu_s = strata_cpu_seconds() - w->cpu_pass;
+  st->span_s = strata_now() - w->t_pass;
+}
+
+static int idle(void *be_ctx) {
+  void **ctx = be_ctx; /* {backend, state} */
+  const strata__backend *b = ctx[0];
+  return b->idle(ctx[1]);
+}
+
+/* One pass's tasks, chunk by chunk. */
+static int run_pass(strata__worker *w, const strata__backend *b, void *be, int pass,
+                    const double *ctl, pass_report *rep) {
+  strata_worker_stats *st = &rep->stats;
+  int rc = 0, depth = w->setup.depth;
+  for (int s = 0; s < w->sched.n_subepochs && !rc; s++) {
+    if ((rc = b->begin_subepoch(be, pass, s, st))) break;
+    int n;
+    const strata_task *tk = strata_schedule_tasks(&w->sched, s, w->me, &n);
+    for (int i = 0; i < n && !rc; i++) {
+      strata_task_view tv = {.pass = pass,
+                             .subepoch = s,
+                             .ids = tk[i],
+                             .data = &w->data[tk[i].data],
+                             .resident = &w->res[tk[i].resident],
+                             .rotating = &w->rot[tk[i].rotating],
+                             .global = w->global,
+                             .control = w->app->n_controls ? ctl : NULL};
+      for (int c = 0; c < depth && !rc; c++) {
+        tv.chunk = c;
+        strata_chunk_rows(tv.rotating->nrows, depth, c, &tv.row_lo, &tv.row_hi);
+        if ((rc = b->acquire(be, &tv, st))) break;
+        double t0 = strata_now();
+        rc = w->app->compute(w->state, &tv, rep->partials);
+        st->compute_s += strata_now() - t0;
+        if (!rc) rc = b->release(be, &tv, st);
+      }
+    }
+    if (!rc) rc = b->end_subepoch(be, pass, s, st);
+  }
+  return rc;
+}
+
+int strata__worker_loop(strata__worker *w) {
+  const strata__backend *b = strata__backend_of(w->setup.mode);
+  if (!b) return strata_err_set(STRATA_EINVAL, "worker %d: no back-end for mode %d", w->me, (int)w->setup.mode);
+  void *be = NULL;
+  int rc = b->open(w, &be);
+  if (rc) {
+    if (be) b->free(be);
+    return rc;
+  }
+  void *idle_ctx[2] = {(void *)b, be};
+  if (b->idle) {
+    w->waiting = idle;
+    w->waiting_ctx = idle_ctx;
+  }
+  double ctl[STRATA_MAX_CONTROLS];
+  for (int pass = 0; pass < w->setup.passes && !rc; pass++) {
+    pass_report rep;
+    strata__report_begin(&rep, pass, w->me);
+    strata_worker_stats *st = &rep.stats;
+    w->t_pass = strata_now();
+    w->cpu_pass = strata_cpu_seconds();
+    if ((rc = b->begin_pass(be, pass, st))) break;
+    int stop = 0;
+    if ((rc = pass_verdict(w, pass, &stop, ctl))) break;
+    if (stop) {
+      w->stopped = 1;
+      break;
+    }
+    double verdict_s = strata_now() - w->t_pass;
+    if ((rc = run_pass(w, b, be, pass, ctl, &rep))) break;
+    if ((rc = b->end_pass(be, pass, st))) break;
+    st->time_s = strata_now() - w->t_pass;
+    b->stats(be, st);
+    st->wait_s += verdict_s;
+    rc = b->evaluate(be, pass, &rep);
+  }
+  if (!rc) rc = b->close(be, w->stopped);
+  w->waiting = NULL;
+  w->waiting_ctx = NULL;
+  b->free(be);
+  return rc;
+}

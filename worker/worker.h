@@ -1,0 +1,82 @@
+/*
+ * The worker (internal to libstrata): one pass loop that walks the static
+ * schedule and drives a back-end (worker/backend.h) for the parameters it
+ * does not own. The engine layer builds a worker from the coordinator's
+ * set-up (strata__worker_main) or, in serial mode, in-process.
+ */
+#ifndef STRATA_WORKER_WORKER_H
+#define STRATA_WORKER_WORKER_H
+
+#include "comm/protocol.h"
+#include "strata/app.h"
+#include "strata/engine.h"
+#include "strata/transport.h"
+
+typedef struct strata__backend strata__backend;
+
+/* A worker's view of the run; in serial mode built in-process. */
+typedef struct strata__worker {
+  const strata_app *app;
+  const void *cfg;
+  strata_setup setup;
+  void *state;
+  strata_transport *t; /* NULL in serial mode */
+  const strata_engine_opts *opts;
+  strata_schedule sched;
+  int me;
+  int has_eval;
+  strata_block *data, *eval, *res, *rot; /* indexed by block id */
+  strata_block *global; /* NULL, or the worker's copy of the global block */
+  /* called with each pass's report, in pass order (serial: the aggregator) */
+  int (*report)(void *ud, const pass_report *rep);
+  void *report_ud;
+  /* gives pass k's control before the pass starts, waiting for it if need
+   * be (serial: from the aggregator); NULL: no stop, no control values */
+  int (*control)(void *ud, int pass, pass_control *out);
+  /* while control waits: the back-end's idle work (a table keeps serving,
+   * for peers may need this worker's shard to reach the pass summed) */
+  int (*waiting)(void *ctx);
+  void *waiting_ctx;
+  int stopped; /* the loop ended early on a stop verdict */
+  /* the pass under way: its start, and the process CPU time then */
+  double t_pass, cpu_pass;
+} strata__worker;
+
+/* The back-end of a mode (worker/modes.c); NULL when out of range. */
+const strata__backend *strata__backend_of(strata_mode m);
+/* Whether every worker starts with every rotating block (table back-ends). */
+int strata__mode_all_rotating(strata_mode m);
+/* The lag L between a pass summed and the pass its verdict governs. */
+int strata__mode_control_lag(const strata_engine_opts *o);
+/* The mode's check of a loaded problem and its schedule, before anything
+ * is shipped (0, or a code with a message). */
+int strata__mode_check(const strata_engine_opts *o, const strata_app *app,
+                       const strata_problem *p, const strata_schedule *s, int depth);
+
+/* Runs every pass on a prepared worker. */
+int strata__worker_loop(strata__worker *w);
+/* Scores this worker's eval blocks against w->res, w->rot and w->global as
+ * they are. */
+int strata__worker_score(strata__worker *w, int pass, double *partials);
+/* Sets the report's CPU time and span from the pass's start. */
+void strata__worker_stamp(const strata__worker *w, strata_worker_stats *st);
+/* Clocks per pass for wpc < 1 (round(1/wpc)), 0 when a clock spans passes. */
+int strata__clocks_per_pass(double wpc);
+/* A straggler's delay of ms milliseconds, asleep or (spin) busy; returns
+ * the seconds it took. */
+double strata__straggle_ms(int ms, int spin);
+
+/* --disrupt: a thread that, in each slot of slot_ms, burns the CPU with
+ * probability prob. */
+typedef struct strata__disrupt strata__disrupt;
+int strata__disrupt_start(double prob, int slot_ms, uint64_t seed, strata__disrupt **out);
+void strata__disrupt_stop(strata__disrupt *d);
+/* Scheduled mode, ranks >= 1: receive set-up, loop, export. On a failure of
+ * its own (not the coordinator calling the run off) sets *own_failure and
+ * keeps its buffers: MPI may still write into them and peers may wait. */
+int strata__worker_main(const strata_app *app, void *cfg, const strata_engine_opts *opts,
+                        strata_transport *t, int *own_failure);
+/* Frees the worker's blocks, schedule and app state. */
+void strata__worker_close(strata__worker *w);
+
+#endif
