@@ -20,35 +20,6 @@ static int pass_verdict(strata__worker *w, int pass, int *stop, double *ctl) {
   return rc;
 }
 
-int strata__worker_score(strata__worker *w, int pass, double *partials) {
-  int rc = 0;
-  for (int s = 0; s < w->sched.n_subepochs && !rc; s++) {
-    int n;
-    const strata_task *tk = strata_schedule_tasks(&w->sched, s, w->me, &n);
-    for (int i = 0; i < n && !rc; i++) {
-      strata_block *eb = &w->eval[tk[i].data];
-      if (!eb->len) continue;
-      strata_task_view tv = {.pass = pass,
-                             .subepoch = s,
-                             .ids = tk[i],
-                             .data = eb,
-                             .resident = &w->res[tk[i].resident],
-                             .rotating = &w->rot[tk[i].rotating],
-                             .global = w->global,
-                             .chunk = -1,
-                             .row_lo = 0,
-                             .row_hi = w->rot[tk[i].rotating].nrows};
-      rc = w->app->evaluate(w->state, &tv, partials);
-    }
-  }
-  return rc;
-}
-
-void strata__worker_stamp(const strata__worker *w, strata_worker_stats *st) {
-  st->cpu_s = strata_cpu_seconds() - w->cpu_pass;
-  st->span_s = strata_now() - w->t_pass;
-}
-
 static int idle(void *be_ctx) {
   void **ctx = be_ctx; /* {backend, state} */
   const strata__backend *b = ctx[0];
