@@ -68,4 +68,50 @@ STRATA_EXPORT int strata_comm_wait_idle(const strata_transport *t, strata_req *r
 /* The same for n requests at once (test_all between sleeps). */
 STRATA_EXPORT int strata_comm_wait_all_idle(const strata_transport *t, strata_req *reqs, int n);
 
+/*
+ * Loopback: an in-process transport for tests, one endpoint per rank, so
+ * that code written against strata_transport runs without mpiexec (one
+ * thread per rank). It keeps the contract above to the letter: isend copies
+ * the bytes; a receive matches by (source, tag) the earliest arrived message
+ * in MPI's order and fails with STRATA_ECOMM when the lengths differ; poll
+ * hands out a strata_malloc'd buffer (1 byte for an empty message);
+ * requests are nulled on completion. Sources must be ranks (no wildcard)
+ * and tags in [0, tag_ub], else isend and irecv fail with STRATA_ECOMM, as
+ * MPI would; testing a request that is not outstanding is STRATA_ECOMM.
+ *
+ * Delays and reordering are counted in calls, never in time: a message sent
+ * to rank r arrives at r's (1 + d)-th test/test_all/poll call after the send
+ * (later if a message it may not overtake arrives later), and a send
+ * completes at its sender's (1 + d)-th call after isend, each d drawn in
+ * [0, max_delay] by the sender's generator. Messages with one (source,
+ * destination, tag) never overtake each other; without reorder, no message
+ * to a rank overtakes another; with reorder, the messages arriving in one
+ * call reach the receiver in a shuffled order (drawn by the receiver's
+ * generator). Given the seed and the interleaving of calls on the
+ * endpoints, what happens is fixed.
+ *
+ * Threading: endpoints share a hub behind a mutex; each endpoint must be
+ * called by one thread at a time (any thread, unlike MPI's FUNNELED rule).
+ */
+typedef struct strata_loopback strata_loopback;
+
+typedef struct strata_loopback_conf {
+  int size;         /* ranks, >= 1 */
+  uint64_t seed;    /* drives delays and reordering */
+  int max_delay;    /* >= 0; 0: every message arrives at the receiver's next call */
+  int reorder;      /* 1: shuffle what MPI may reorder (different source or tag) */
+  int tag_ub;       /* largest usable tag; 0: 32767, the least MPI guarantees */
+} strata_loopback_conf;
+
+/* Creates the hub. Returns 0, STRATA_EINVAL (size < 1, max_delay < 0 or
+ * tag_ub < 0) or STRATA_ENOMEM; *out is NULL on failure. */
+STRATA_EXPORT int strata_loopback_open(const strata_loopback_conf *c, strata_loopback **out);
+/* Fills t as the transport of `rank`; t stays valid until the hub is
+ * closed. Returns 0 or STRATA_EINVAL for a rank outside [0, size). */
+STRATA_EXPORT int strata_loopback_endpoint(strata_loopback *lb, int rank, strata_transport *t);
+/* Frees the hub with every message still in it; outstanding requests
+ * become invalid. Call it after every thread has stopped using its
+ * endpoint. NULL is a no-op. */
+STRATA_EXPORT void strata_loopback_close(strata_loopback *lb);
+
 #endif
