@@ -3,6 +3,7 @@
 # (A, B, A, B, ...) so that machine noise hits both alike: the before/after
 # check of a change. Prints each run's time per pass, then per build the
 # median over repeats and B's ratio to A.
+# AB_OUT=DIR keeps the runs' metrics there (A-1.json, B-1.json, ...).
 # Usage: bench/ab_pass_time.sh BIN_A BIN_B REPEATS NP strata-args...
 #   e.g. bench/ab_pass_time.sh old/strata build/strata 5 3 mf --mode ssp --passes 8
 set -euo pipefail
@@ -10,8 +11,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../scripts/env.sh"
 A=$1 B=$2 R=$3 NP=$4
 shift 4
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+if [ -n "${AB_OUT:-}" ]; then
+  out=$AB_OUT
+  mkdir -p "$out"
+else
+  out=$(mktemp -d)
+  trap 'rm -rf "$out"' EXIT
+fi
 for r in $(seq 1 "$R"); do
   for side in A B; do
     bin=$A

@@ -87,11 +87,9 @@ static uint64_t draw_delay(lb_endpoint *e) {
 static int slot_new(lb_endpoint *e, int *out) {
   if (e->free_slot < 0) {
     if (e->n_slots == e->cap_slots) {
-      int cap = e->cap_slots ? 2 * e->cap_slots : 16;
-      lb_slot *v = strata_realloc(e->slots, (size_t)cap * sizeof *v);
+      lb_slot *v = strata_grow(e->slots, e->n_slots, &e->cap_slots, 16, sizeof *v);
       if (!v) return strata_err_set(STRATA_ENOMEM, "loopback: out of memory for a request");
       e->slots = v;
-      e->cap_slots = cap;
     }
     e->slots[e->n_slots] = (lb_slot){.next_free = -1};
     e->free_slot = e->n_slots++;
@@ -268,8 +266,7 @@ static int lb_irecv(void *impl, void *buf, size_t len, int src, int tag, strata_
     goto out;
   }
   if (e->n_posted == e->cap_posted) {
-    int cap = e->cap_posted ? 2 * e->cap_posted : 16;
-    int *v = strata_realloc(e->posted, (size_t)cap * sizeof *v);
+    int *v = strata_grow(e->posted, e->n_posted, &e->cap_posted, 16, sizeof *v);
     if (!v) {
       slot_release(e, i);
       req->h = 0;
@@ -277,7 +274,6 @@ static int lb_irecv(void *impl, void *buf, size_t len, int src, int tag, strata_
       goto out;
     }
     e->posted = v;
-    e->cap_posted = cap;
   }
   e->posted[e->n_posted++] = i;
 out:

@@ -71,13 +71,9 @@ void ps_snapshot_free(ps_snapshot *s) {
 }
 
 int ps_snapshot_hold(ps_snapshot *s, void *update) {
-  if (s->n_held == s->cap_held) {
-    int cap = s->cap_held ? 2 * s->cap_held : 8;
-    void **v = strata_realloc(s->held, (size_t)cap * sizeof *v);
-    if (!v) return strata_err_set(STRATA_ENOMEM, "table: out of memory holding a batch");
-    s->held = v;
-    s->cap_held = cap;
-  }
+  void **v = strata_grow(s->held, s->n_held, &s->cap_held, 8, sizeof *v);
+  if (!v) return strata_err_set(STRATA_ENOMEM, "table: out of memory holding a batch");
+  s->held = v;
   s->held[s->n_held++] = update;
   return 0;
 }
@@ -179,13 +175,9 @@ void ps_oplog_clear(ps_oplog *o) {
 }
 
 int ps_pending_add(ps_pending *q, int client, int32_t min_age, const uint32_t *rows, uint32_t n) {
-  if (q->n == q->cap) {
-    int cap = q->cap ? 2 * q->cap : 8;
-    ps_read *v = strata_realloc(q->v, (size_t)cap * sizeof *v);
-    if (!v) return strata_err_set(STRATA_ENOMEM, "table: out of memory queueing a read");
-    q->v = v;
-    q->cap = cap;
-  }
+  ps_read *v = strata_grow(q->v, q->n, &q->cap, 8, sizeof *v);
+  if (!v) return strata_err_set(STRATA_ENOMEM, "table: out of memory queueing a read");
+  q->v = v;
   uint32_t *copy = strata_malloc((n ? n : 1) * sizeof *copy);
   if (!copy) return strata_err_set(STRATA_ENOMEM, "table: out of memory queueing a read");
   if (n) memcpy(copy, rows, n * sizeof *copy);

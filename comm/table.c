@@ -446,7 +446,7 @@ static int run_waiter(strata_table *tb, int (*ready)(strata_table *, void *), vo
   if (rc || ready(tb, ctx)) return rc;
   double t0 = strata_now();
   waiter wt = {.tb = tb, .ready = ready, .ctx = ctx};
-  strata__wait_conf wc = {.ceiling = STRATA__WAIT_IDLE, .until = until};
+  strata__wait_conf wc = {.ceiling = STRATA__WAIT_PEERS, .until = until};
   rc = strata__wait(serve_poll, &wt, &wc);
   *took = strata_now() - t0;
   return rc;
@@ -636,14 +636,8 @@ int strata_table_clock(strata_table *tb) {
       /* Keep a copy until the shard confirms it (read-my-writes). */
       keptq *q = &tb->kept[X];
       void *copy = strata_malloc(len);
-      if (q->n == q->cap) {
-        int cap = q->cap ? 2 * q->cap : 4;
-        kept *v = strata_realloc(q->v, (size_t)cap * sizeof *v);
-        if (v) {
-          q->v = v;
-          q->cap = cap;
-        }
-      }
+      kept *v = strata_grow(q->v, q->n, &q->cap, 4, sizeof *v);
+      if (v) q->v = v;
       if (!copy || q->n == q->cap) {
         strata_free(copy);
         strata_free(m);
@@ -680,13 +674,9 @@ int strata_table_snapshot_request(strata_table *tb, const uint32_t *rows, uint32
     if (rows[i] >= tb->c.n_rows)
       return strata_err_set(STRATA_ERANGE, "table: row %u out of range (table has %u rows)", rows[i],
                             tb->c.n_rows);
-  if (tb->n_snaps == tb->cap_snaps) {
-    int cap = tb->cap_snaps ? 2 * tb->cap_snaps : 4;
-    snapwait *v = strata_realloc(tb->snaps, (size_t)cap * sizeof *v);
-    if (!v) return fail(tb, strata_err_set(STRATA_ENOMEM, "table: out of memory for a snapshot"));
-    tb->snaps = v;
-    tb->cap_snaps = cap;
-  }
+  snapwait *v = strata_grow(tb->snaps, tb->n_snaps, &tb->cap_snaps, 4, sizeof *v);
+  if (!v) return fail(tb, strata_err_set(STRATA_ENOMEM, "table: out of memory for a snapshot"));
+  tb->snaps = v;
   int32_t id = tb->clock + 1;
   tb->snaps[tb->n_snaps++] = (snapwait){.id = id, .out = out, .left = n};
   uint32_t *list = strata_malloc((n ? n : 1) * sizeof *list);

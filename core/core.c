@@ -4,9 +4,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -236,4 +238,71 @@ double strata_median(const double *v, int n) {
   double m = n % 2 ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
   strata_free(c);
   return m;
+}
+
+void strata_alias_build(double *p, uint32_t n, uint32_t *alias, uint32_t *work) {
+  /* Columns below the mean mass fill the work list from the front, the rest
+   * from the back. */
+  size_t n_small = 0, n_large = 0;
+  for (uint32_t k = 0; k < n; k++) {
+    if (p[k] < 1.0)
+      work[n_small++] = k;
+    else
+      work[n - 1 - n_large++] = k;
+  }
+  while (n_small && n_large) {
+    uint32_t s = work[--n_small];
+    uint32_t l = work[n - n_large];
+    alias[s] = l;
+    p[l] -= 1.0 - p[s];
+    if (p[l] < 1.0) {
+      n_large--;
+      work[n_small++] = l;
+    }
+  }
+  /* Leftovers are 1 up to rounding. */
+  while (n_large) {
+    uint32_t l = work[n - n_large--];
+    p[l] = 1.0;
+    alias[l] = l;
+  }
+  while (n_small) {
+    uint32_t s = work[--n_small];
+    p[s] = 1.0;
+    alias[s] = s;
+  }
+}
+
+static inline int is_blank(char c) { return c == ' ' || c == '\t'; }
+
+int strata_field_next(const char **s, const char *e, const char **fp, const char **fe) {
+  const char *p = *s;
+  while (p < e && is_blank(*p)) p++;
+  if (p == e) return 0;
+  *fp = p;
+  while (p < e && !is_blank(*p)) p++;
+  *fe = p;
+  *s = p;
+  return 1;
+}
+
+void strata_field_trim(const char **p, const char **e) {
+  while (*p < *e && is_blank(**p)) (*p)++;
+  while (*e > *p && is_blank((*e)[-1])) (*e)--;
+}
+
+int strata_field_blank(const char *s, const char *e) {
+  for (; s < e; s++)
+    if (!is_blank(*s)) return 0;
+  return 1;
+}
+
+void *strata_grow(void *p, int n, int *cap, int first, size_t size) {
+  if (n < *cap) return p;
+  if (*cap > INT_MAX / 2) return NULL;
+  int c = *cap ? 2 * *cap : first;
+  if (size && (size_t)c > SIZE_MAX / size) return NULL;
+  void *q = strata_realloc(p, (size_t)c * size);
+  if (q) *cap = c;
+  return q;
 }

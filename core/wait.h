@@ -13,11 +13,14 @@
 #define STRATA_CORE_WAIT_H
 
 #define STRATA__WAIT_MIN 20e-6
-/* Ceilings: an idle rank (set-up, the coordinator between reports, a table
- * read waiting for peers) wakes at least every millisecond; a wait whose
- * end every peer leaves together (the start of the passes) polls at least
- * every 100 us, so no worker starts a pass late by more than that. */
-#define STRATA__WAIT_IDLE 1e-3
+/* Ceilings, by how soon the waiter must notice: a rank with nothing to do
+ * until others report (the coordinator between reports, set-up, export)
+ * wakes at least every 10 ms, which keeps its CPU near nothing; a worker
+ * held up by peers (a table read waiting for fresh rows) every 1 ms; a wait
+ * whose end every worker leaves together (the start of the passes) every
+ * 100 us, so that no worker starts a pass late by more than that. */
+#define STRATA__WAIT_IDLE 10e-3
+#define STRATA__WAIT_PEERS 1e-3
 #define STRATA__WAIT_PROMPT 100e-6
 
 /* Polls once: 0 or a negative code; *done = 1 ends the wait; *progressed = 1

@@ -36,13 +36,9 @@ typedef struct coord {
 
 /* A fresh null slot at the end of the set, or NULL when memory runs out. */
 static strata_req *reqset_next(reqset *s) {
-  if (s->n == s->cap) {
-    int nc = s->cap ? 2 * s->cap : 64;
-    strata_req *nr = strata_realloc(s->r, (size_t)nc * sizeof *nr);
-    if (!nr) return NULL;
-    s->r = nr;
-    s->cap = nc;
-  }
+  strata_req *nr = strata_grow(s->r, s->n, &s->cap, 64, sizeof *nr);
+  if (!nr) return NULL;
+  s->r = nr;
   s->r[s->n] = (strata_req){0};
   return &s->r[s->n++];
 }

@@ -202,16 +202,12 @@ static float *take_buffer(psw *p) {
 
 static void give_buffer(psw *p, float *b) {
   if (!b) return;
-  if (p->n_pool == p->cap_pool) {
-    int cap = p->cap_pool ? 2 * p->cap_pool : 4;
-    float **v = strata_realloc(p->pool, (size_t)cap * sizeof *v);
-    if (!v) {
-      strata_free(b);
-      return;
-    }
-    p->pool = v;
-    p->cap_pool = cap;
+  float **v = strata_grow(p->pool, p->n_pool, &p->cap_pool, 4, sizeof *v);
+  if (!v) {
+    strata_free(b);
+    return;
   }
+  p->pool = v;
   p->pool[p->n_pool++] = b;
 }
 
@@ -307,13 +303,9 @@ static int drain(psw *p, int wait) {
  * copying the resident blocks scoring reads unless it can be scored now. */
 static int queue_pass(psw *p, const pass_report *rep, int last) {
   strata__worker *w = p->w;
-  if (p->n_q == p->cap_q) {
-    int cap = p->cap_q ? 2 * p->cap_q : 4;
-    pending *v = strata_realloc(p->q, (size_t)cap * sizeof *v);
-    if (!v) return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
-    p->q = v;
-    p->cap_q = cap;
-  }
+  pending *v = strata_grow(p->q, p->n_q, &p->cap_q, 4, sizeof *v);
+  if (!v) return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
+  p->q = v;
   pending *e = &p->q[p->n_q++];
   memset(e, 0, sizeof *e);
   e->rep = *rep;

@@ -14,27 +14,6 @@
 
 /* ---- fields and numbers ---------------------------------------------- */
 
-static inline int is_blank(char c) { return c == ' ' || c == '\t'; }
-
-/* The next blank-separated field of [*s, e) as [*fp, *fe); 0 when none is left. */
-static int next_field(const char **s, const char *e, const char **fp, const char **fe) {
-  const char *p = *s;
-  while (p < e && is_blank(*p)) p++;
-  if (p == e) return 0;
-  *fp = p;
-  while (p < e && !is_blank(*p)) p++;
-  *fe = p;
-  *s = p;
-  return 1;
-}
-
-static int is_blank_line(const char *s, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (!is_blank(s[i])) return 0;
-  return 1;
-}
-
-
 /* Every content error is STRATA_EPARSE, as corpus.h promises. */
 static int scan_int(const strata__lines *rd, const char *what, const char *p, const char *e,
                     int64_t *out) {
@@ -102,10 +81,10 @@ static int detect_format(strata__lines *rd, strata_corpus_format *fmt) {
   int ints = 0, rc = 0;
   *fmt = STRATA_CORPUS_LDAC;
   while (ints < 3 && (rc = strata__lines_next(rd, &line, &len)) > 0) {
-    if (is_blank_line(line, len)) continue;
+    if (strata_field_blank(line, line + len)) continue;
     const char *s = line, *e = line + len, *fp, *fe, *gp, *ge;
     int64_t v;
-    if (!next_field(&s, e, &fp, &fe) || next_field(&s, e, &gp, &ge) ||
+    if (!strata_field_next(&s, e, &fp, &fe) || strata_field_next(&s, e, &gp, &ge) ||
         strata__scan_i64(fp, fe, &v) != STRATA__NUM_OK)
       break;
     ints++;
@@ -137,12 +116,12 @@ static int read_uci(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
   size_t len;
 
   while ((rc = strata__lines_next(rd, &line, &len)) > 0) {
-    if (is_blank_line(line, len)) continue;
+    if (strata_field_blank(line, line + len)) continue;
     const char *s = line, *e = line + len;
     const char *f[3][2];
     int nf = 0;
     const char *fp, *fe;
-    while (next_field(&s, e, &fp, &fe)) {
+    while (strata_field_next(&s, e, &fp, &fe)) {
       if (nf < 3) {
         f[nf][0] = fp;
         f[nf][1] = fe;
@@ -288,7 +267,7 @@ static int read_ldac(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
   if (grow((void **)&c->doc_off, &off_cap, 1, SIZE_MAX, sizeof *c->doc_off)) goto nomem;
   c->doc_off[0] = 0;
   while ((rc = strata__lines_next(rd, &line, &len)) > 0) {
-    if (is_blank_line(line, len)) {
+    if (strata_field_blank(line, line + len)) {
       if (!blank) blank = rd->lineno;
       continue;
     }
@@ -307,7 +286,7 @@ static int read_ldac(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
     /* The line is not blank, so it has a first field. */
     const char *s = line, *e = line + len, *fp = line, *fe = line;
     int64_t npairs;
-    next_field(&s, e, &fp, &fe);
+    strata_field_next(&s, e, &fp, &fe);
     if ((rc = scan_int(rd, "pair count", fp, fe, &npairs))) goto fail;
     if (npairs < 0) {
       rc = strata_err_set(STRATA_EPARSE, "%s:%zu: negative pair count %lld", rd->path, rd->lineno,
@@ -315,7 +294,7 @@ static int read_ldac(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
       goto fail;
     }
     int64_t seen = 0;
-    while (next_field(&s, e, &fp, &fe)) {
+    while (strata_field_next(&s, e, &fp, &fe)) {
       seen++;
       const char *colon = memchr(fp, ':', (size_t)(fe - fp));
       if (!colon) {
@@ -429,7 +408,7 @@ int strata_vocab_read(const char *path, strata_vocab *v) {
   size_t len;
   while ((rc = strata__lines_next(&rd, &line, &len)) > 0) {
     /* Word ids are line numbers, so a blank line cannot simply be skipped. */
-    if (is_blank_line(line, len)) {
+    if (strata_field_blank(line, line + len)) {
       rc = strata_err_set(STRATA_EPARSE, "%s:%zu: empty line (line i names word id i-1)", path,
                           rd.lineno);
       goto fail;
@@ -625,33 +604,10 @@ static void alias_row(const double *w, uint32_t n, alias_cell *row, double *scal
                       uint32_t *work) {
   double total = 0;
   for (uint32_t k = 0; k < n; k++) total += w[k];
-  size_t n_small = 0, n_large = 0;
-  for (uint32_t k = 0; k < n; k++) {
-    scaled[k] = w[k] * (double)n / total;
-    if (scaled[k] < 1.0)
-      work[n_small++] = k;
-    else
-      work[n - 1 - n_large++] = k;
-  }
-  while (n_small && n_large) {
-    uint32_t sm = work[--n_small];
-    uint32_t l = work[n - n_large];
-    row[sm] = (alias_cell){(float)scaled[sm], l};
-    scaled[l] -= 1.0 - scaled[sm];
-    if (scaled[l] < 1.0) {
-      n_large--;
-      work[n_small++] = l;
-    }
-  }
-  /* Leftovers are 1 up to rounding. */
-  while (n_large) {
-    uint32_t l = work[n - n_large--];
-    row[l] = (alias_cell){1.0f, l};
-  }
-  while (n_small) {
-    uint32_t sm = work[--n_small];
-    row[sm] = (alias_cell){1.0f, sm};
-  }
+  for (uint32_t k = 0; k < n; k++) scaled[k] = w[k] * (double)n / total;
+  uint32_t *alias = work + n;
+  strata_alias_build(scaled, n, alias, work);
+  for (uint32_t k = 0; k < n; k++) row[k] = (alias_cell){(float)scaled[k], alias[k]};
 }
 
 /* First k with cum[k] > u (n >= 1), clamped to n - 1 for a u rounded up to
@@ -688,7 +644,7 @@ int strata_lda_synth_generate(const strata_lda_synth *s, strata_corpus *c) {
   if (kv / K != V || kv > SIZE_MAX / sizeof *cells) goto nomem;
 
   cells = strata_malloc(kv * sizeof *cells);
-  work = strata_malloc((size_t)V * sizeof *work);
+  work = strata_malloc(2 * (size_t)V * sizeof *work);
   /* Holds phi_k (V), then theta_d and its running sums (2K). */
   size_t tmp_n = V > 2 * (size_t)K ? V : 2 * (size_t)K;
   tmp = strata_malloc(tmp_n * sizeof *tmp);

@@ -282,18 +282,12 @@ typedef struct {
  * the line really had. */
 #define MAX_FIELDS 4
 
-static inline int is_blank_char(char c) { return c == ' ' || c == '\t'; }
-
 static int split_ws(const char *s, const char *e, field *f) {
   int n = 0;
-  for (;;) {
-    while (s < e && is_blank_char(*s)) s++;
-    if (s == e) return n;
-    const char *b = s;
-    while (s < e && !is_blank_char(*s)) s++;
-    if (n < MAX_FIELDS) f[n] = (field){b, s};
-    n++;
-  }
+  const char *b, *fe;
+  for (; strata_field_next(&s, e, &b, &fe); n++)
+    if (n < MAX_FIELDS) f[n] = (field){b, fe};
+  return n;
 }
 
 /* Fields separated by sep (1 or 2 chars), each trimmed of blanks. */
@@ -304,8 +298,7 @@ static int split_sep(const char *s, const char *e, const char *sep, size_t seple
     const char *x = s;
     while (x < e && !(*x == sep[0] && (seplen == 1 || (x + 1 < e && x[1] == sep[1])))) x++;
     const char *fe = x;
-    while (b < fe && is_blank_char(*b)) b++;
-    while (fe > b && is_blank_char(fe[-1])) fe--;
+    strata_field_trim(&b, &fe);
     if (n < MAX_FIELDS) f[n] = (field){b, fe};
     n++;
     if (x == e) return n;
@@ -315,9 +308,8 @@ static int split_sep(const char *s, const char *e, const char *sep, size_t seple
 
 /* First character that is not a blank, or 0 for a blank line. */
 static char first_char(const char *s, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (!is_blank_char(s[i])) return s[i];
-  return 0;
+  const char *b, *e;
+  return strata_field_next(&s, s + n, &b, &e) ? *b : 0;
 }
 
 static int has_prefix(const char *s, size_t n, const char *pre) {

@@ -64,8 +64,6 @@ static int sampler_init(sampler *sp, uint32_t n, double skew, strata_rng *rng) {
   sp->prob = strata_malloc((size_t)n * sizeof *sp->prob);
   sp->out = strata_malloc((size_t)n * sizeof *sp->out);
   sp->alt = strata_malloc((size_t)n * sizeof *sp->alt);
-  /* Columns below the mean mass fill the work list from the front, the rest
-   * from the back. */
   uint32_t *work = strata_malloc((size_t)n * sizeof *work);
   if (!sp->prob || !sp->out || !sp->alt || !work) {
     strata_free(work);
@@ -83,36 +81,9 @@ static int sampler_init(sampler *sp, uint32_t n, double skew, strata_rng *rng) {
 
   double total = 0;
   for (uint32_t k = 0; k < n; k++) total += sp->prob[k] = pow((double)k + 1.0, -skew);
-  size_t n_small = 0, n_large = 0;
-  for (uint32_t k = 0; k < n; k++) {
-    sp->prob[k] *= (double)n / total;
-    if (sp->prob[k] < 1.0)
-      work[n_small++] = k;
-    else
-      work[n - 1 - n_large++] = k;
-  }
+  for (uint32_t k = 0; k < n; k++) sp->prob[k] *= (double)n / total;
   uint32_t *alias = sp->alt; /* rank aliases first, mapped to indices below */
-  while (n_small && n_large) {
-    uint32_t s = work[--n_small];
-    uint32_t l = work[n - n_large];
-    alias[s] = l;
-    sp->prob[l] -= 1.0 - sp->prob[s];
-    if (sp->prob[l] < 1.0) {
-      n_large--;
-      work[n_small++] = l;
-    }
-  }
-  /* Leftovers are 1 up to rounding. */
-  while (n_large) {
-    uint32_t l = work[n - n_large--];
-    sp->prob[l] = 1.0;
-    alias[l] = l;
-  }
-  while (n_small) {
-    uint32_t s = work[--n_small];
-    sp->prob[s] = 1.0;
-    alias[s] = s;
-  }
+  strata_alias_build(sp->prob, n, alias, work);
   for (uint32_t k = 0; k < n; k++) alias[k] = sp->out[alias[k]];
   strata_free(work);
   return 0;

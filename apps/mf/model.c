@@ -138,8 +138,7 @@ static int read_ids(const char *dir, const char *name, int64_t *dst, uint32_t n)
   size_t len;
   while ((rc = strata__lines_next(&rd, &line, &len)) > 0) {
     const char *p = line, *e = line + len;
-    while (p < e && (*p == ' ' || *p == '\t')) p++;
-    while (e > p && (e[-1] == ' ' || e[-1] == '\t')) e--;
+    strata_field_trim(&p, &e);
     if (p == e) continue;
     if (got == n) {
       rc = strata_err_set(STRATA_EPARSE, "%s:%zu: more ids than the %u of meta.json", path,

@@ -129,6 +129,29 @@ STRATA_EXPORT const char *strata_quote(char *dst, size_t dstsz, const char *src,
 /* Rounds n up to a multiple of m (m > 0). */
 static inline size_t strata_round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
+/* Room for one more element in an array p of n used elements out of *cap,
+ * each size bytes (strata_malloc'd, or NULL with *cap 0): p itself while
+ * n < *cap, else p grown to twice *cap (first when *cap is 0). Returns the
+ * array to use, or NULL with p and *cap unchanged when out of memory. */
+STRATA_EXPORT void *strata_grow(void *p, int n, int *cap, int first, size_t size);
+
+/* Fields of a line of text [s, e) (no NUL needed, so readers parse in
+ * place in their buffers); blanks are spaces and tabs.
+ * strata_field_next: the next blank-separated field as [*fp, *fe), moving
+ * *s past it; 0 when only blanks are left.
+ * strata_field_trim: [*p, *e) without its leading and trailing blanks.
+ * strata_field_blank: whether [s, e) holds only blanks (or nothing). */
+STRATA_EXPORT int strata_field_next(const char **s, const char *e, const char **fp, const char **fe);
+STRATA_EXPORT void strata_field_trim(const char **p, const char **e);
+STRATA_EXPORT int strata_field_blank(const char *s, const char *e);
+
+/* Walker/Vose alias table over n >= 1 outcomes. On entry p[k] is outcome
+ * k's weight scaled so that the weights average 1 (sum n); on return a draw
+ * is: pick column k uniformly, keep k with probability p[k], else take
+ * alias[k]. work needs room for n entries. Deterministic: the same p gives
+ * the same table bit for bit. */
+STRATA_EXPORT void strata_alias_build(double *p, uint32_t n, uint32_t *alias, uint32_t *work);
+
 /* Median of n doubles (copied, input untouched); NaN when n == 0 or out
  * of memory. */
 STRATA_EXPORT double strata_median(const double *v, int n);

@@ -523,6 +523,65 @@ static void test_median(void **state) {
   assert_true(isnan(strata_median(odd, 0)));
 }
 
+/* strata_grow doubles from `first`, keeps the array while it has room,
+ * and leaves everything as it was when it cannot grow. */
+static void test_grow(void **state) {
+  (void)state;
+  int *v = NULL, n = 0, cap = 0;
+  for (int i = 0; i < 100; i++) {
+    int *g = strata_grow(v, n, &cap, 4, sizeof *v);
+    assert_non_null(g);
+    if (n < cap - 1) assert_ptr_equal(g, v);
+    v = g;
+    v[n++] = i;
+    assert_true(cap == 4 || cap == 8 || cap == 16 || cap == 32 || cap == 64 || cap == 128);
+  }
+  for (int i = 0; i < 100; i++) assert_int_equal(v[i], i);
+  int big = INT32_MAX / 2 + 1;
+  assert_null(strata_grow(v, big, &big, 4, sizeof *v));
+  assert_int_equal(big, INT32_MAX / 2 + 1);
+  strata_free(v);
+}
+
+/* An alias table reproduces its weights exactly: column k keeps p[k]/n of
+ * the mass and passes the rest to alias[k]. */
+static void test_alias(void **state) {
+  (void)state;
+  const double w[] = {5, 0, 1, 1, 3, 0.5, 9.5};
+  enum { N = sizeof w / sizeof *w };
+  double p[N], total = 0, mass[N] = {0};
+  uint32_t alias[N], work[N];
+  for (int k = 0; k < N; k++) total += w[k];
+  for (int k = 0; k < N; k++) p[k] = w[k] * N / total;
+  strata_alias_build(p, N, alias, work);
+  for (int k = 0; k < N; k++) {
+    assert_true(p[k] >= 0 && p[k] <= 1);
+    assert_true(alias[k] < N);
+    mass[k] += p[k];
+    mass[alias[k]] += 1 - p[k];
+  }
+  for (int k = 0; k < N; k++) assert_true(fabs(mass[k] - w[k] * N / total) < 1e-12);
+}
+
+static void test_fields(void **state) {
+  (void)state;
+  const char line[] = " \t12  ab\tc  ", *s = line, *e = line + strlen(line), *b, *f;
+  assert_true(strata_field_next(&s, e, &b, &f));
+  assert_int_equal(f - b, 2);
+  assert_memory_equal(b, "12", 2);
+  assert_true(strata_field_next(&s, e, &b, &f));
+  assert_memory_equal(b, "ab", 2);
+  assert_true(strata_field_next(&s, e, &b, &f));
+  assert_int_equal(f - b, 1);
+  assert_false(strata_field_next(&s, e, &b, &f));
+  const char *p = line, *q = e;
+  strata_field_trim(&p, &q);
+  assert_int_equal(q - p, 8);
+  assert_true(strata_field_blank(" \t ", " \t " + 3));
+  assert_true(strata_field_blank(line, line));
+  assert_false(strata_field_blank(line, e));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_malloc_counts_live_bytes, setup, teardown),
@@ -547,6 +606,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_quote_truncates, setup, teardown),
       cmocka_unit_test_setup_teardown(test_quote_small_buffer, setup, teardown),
       cmocka_unit_test_setup_teardown(test_median, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_grow, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_alias, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_fields, setup, teardown),
   };
   return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }
