@@ -736,6 +736,10 @@ const strata_app blocksum_app = {
                 "  mpirun -np 3 strata_blocksum --strata 5 --depth 3 --passes 3 --model-out out/\n"
                 "  strata_blocksum --mode serial --strata 3 --model-out out/\n",
     .options = bs_options,
+    .defaults = {.passes = 3,
+                 .depth = 2,
+                 .model_out_help = "check the final blocks and write " BLOCKSUM_REPORT
+                                   " into this directory"},
     .config_size = sizeof(blocksum_config),
     .check = bs_check,
     .n_partials = N_PARTIALS,
