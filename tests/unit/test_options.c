@@ -738,15 +738,23 @@ static void test_spec_bad_table(void **state) {
   assert_non_null(strstr(strata_err_msg(), "default of --bad: n: must be in [1, 3]"));
 }
 
-static void test_typed_help_and_echo(void **state) {
-  (void)state;
+/* group3's --help (help) or echo (!help), in a buffer to free. */
+static char *capture3(int help) {
   mem_buf = NULL;
   mem_len = 0;
   FILE *f = open_memstream(&mem_buf, &mem_len);
   assert_non_null(f);
-  strata_options_help(f, &group3, 1);
+  if (help)
+    strata_options_help(f, &group3, 1);
+  else
+    strata_options_echo(f, "", &group3, 1);
   fclose(f);
-  char *out = mem_buf;
+  return mem_buf;
+}
+
+static void test_typed_help_and_echo(void **state) {
+  (void)state;
+  char *out = capture3(1);
   assert_non_null(strstr(out, "--color C"));
   assert_non_null(strstr(out, "{red|green|blue} [default: green]"));
   assert_non_null(strstr(out, "optional int [0..9]\n"));
@@ -759,13 +767,7 @@ static void test_typed_help_and_echo(void **state) {
 
   assert_int_equal(parse3("--color", "blue", "--ratio", "0.75", "--load", "prob=0.5,ms=3", NULL),
                    0);
-  mem_buf = NULL;
-  mem_len = 0;
-  f = open_memstream(&mem_buf, &mem_len);
-  assert_non_null(f);
-  strata_options_echo(f, "", &group3, 1);
-  fclose(f);
-  out = mem_buf;
+  out = capture3(0);
   assert_non_null(strstr(out, " color=blue "));
   assert_non_null(strstr(out, " depth=- ")); /* optional, not given */
   assert_non_null(strstr(out, " ratio=0.75 "));
@@ -774,15 +776,10 @@ static void test_typed_help_and_echo(void **state) {
   free(out);
   /* A spec not given shows "-". */
   assert_int_equal(strata_options_defaults(&group3, 1), 0);
-  mem_buf = NULL;
-  mem_len = 0;
-  f = open_memstream(&mem_buf, &mem_len);
-  assert_non_null(f);
-  strata_options_echo(f, "", &group3, 1);
-  fclose(f);
-  assert_non_null(strstr(mem_buf, " load=-\n"));
-  assert_non_null(strstr(mem_buf, " ratio=- "));
-  free(mem_buf);
+  out = capture3(0);
+  assert_non_null(strstr(out, " load=-\n"));
+  assert_non_null(strstr(out, " ratio=- "));
+  free(out);
 }
 
 int main(void) {
