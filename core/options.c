@@ -7,35 +7,78 @@
 
 #include "strata/core.h"
 
+/* A spec has at most this many keys: required keys are tracked in a mask. */
+#define MAX_KEYS 32
+/* A spec's value is copied out of its text to be converted; numbers and
+ * choices are far shorter. */
+#define MAX_VALUE 128
+
 /* Command-line text as messages quote it (see strata_quote). */
 static const char *quoted(char q[STRATA_QUOTE_SIZE], const char *text) {
   return strata_quote(q, STRATA_QUOTE_SIZE, text, strlen(text));
 }
 
-static void *field(const strata_optgroup *g, const strata_option *o) {
-  return (char *)g->base + o->offset;
+static strata_opt_type base_type(const strata_option *o) {
+  return (strata_opt_type)(o->type & STRATA_OPT_TYPE_MASK);
 }
 
-static int choice_ok(const char *choices, const char *v) {
+static void *field(void *base, size_t offset) { return (char *)base + offset; }
+
+/* The index of v among choices ("a|b|c"), or -1. */
+static int choice_index(const char *choices, const char *v) {
   size_t n = strlen(v);
-  const char *p = choices;
-  while (p && *p) {
+  int i = 0;
+  for (const char *p = choices; p && *p; i++) {
     const char *bar = strchr(p, '|');
     size_t len = bar ? (size_t)(bar - p) : strlen(p);
-    if (len == n && strncmp(p, v, n) == 0) return 1;
+    if (len == n && strncmp(p, v, n) == 0) return i;
     p = bar ? bar + 1 : NULL;
   }
-  return 0;
+  return -1;
 }
 
-/* Converts and validates text for one option; `who` is how the message names
- * the value's origin ("--rank" or "default of --rank"). */
-static int store(const strata_optgroup *g, const strata_option *o, const char *text) {
-  void *dst = field(g, o);
+/* The choice at index i, as a pointer into choices and its length. */
+static const char *choice_at(const char *choices, int i, size_t *len) {
+  const char *p = choices;
+  for (; p && i > 0; i--) {
+    p = strchr(p, '|');
+    if (p) p++;
+  }
+  if (!p) return NULL;
+  const char *bar = strchr(p, '|');
+  *len = bar ? (size_t)(bar - p) : strlen(p);
+  return p;
+}
+
+static int in_bounds(const char *who, const strata_option *o, double num, const char *text) {
+  char q[STRATA_QUOTE_SIZE];
+  int open = (o->type & STRATA_OPT_OPEN_MIN) != 0;
+  if (!(o->min < o->max) || ((open ? num > o->min : num >= o->min) && num <= o->max)) return 0;
+  return strata_err_set(STRATA_EUSAGE, "%s: must be in %c%.10g, %.10g] (got %s)", who, open ? '(' : '[',
+                        o->min, o->max, quoted(q, text));
+}
+
+static int store_spec(void *base, const strata_option *o, const char *text);
+
+/* Converts and validates text for one option into the struct at base; `who`
+ * names the option in messages ("--rank", "--straggler 'delay=x': delay"). */
+static int store(void *base, const strata_option *o, const char *text, const char *who) {
+  void *dst = field(base, o->offset);
   char *end = NULL;
   double num = 0;
   char q[STRATA_QUOTE_SIZE];
-  switch (o->type) {
+  int rc = 0;
+  int *given = NULL;
+  strata_opt_type t = base_type(o);
+  /* An optional value converts as its plain type into `value`, its first member. */
+  if (t == STRATA_OPT_INT_OPTIONAL) {
+    given = &((strata_opt_int *)dst)->given;
+    t = STRATA_OPT_INT;
+  } else if (t == STRATA_OPT_DOUBLE_OPTIONAL) {
+    given = &((strata_opt_double *)dst)->given;
+    t = STRATA_OPT_DOUBLE;
+  }
+  switch (t) {
     case STRATA_OPT_FLAG:
       *(int *)dst = 1;
       return 0;
@@ -43,11 +86,19 @@ static int store(const strata_optgroup *g, const strata_option *o, const char *t
       *(const char **)dst = text;
       return 0;
     case STRATA_OPT_CHOICE:
-      if (!choice_ok(o->choices, text))
-        return strata_err_set(STRATA_EUSAGE, "--%s: '%s' is not one of %s", o->name,
-                              quoted(q, text), o->choices);
-      *(const char **)dst = text;
+    case STRATA_OPT_ENUM: {
+      int i = choice_index(o->choices, text);
+      if (i < 0)
+        return strata_err_set(STRATA_EUSAGE, "%s: '%s' is not one of %s", who, quoted(q, text),
+                              o->choices);
+      if (t == STRATA_OPT_ENUM)
+        *(int *)dst = i;
+      else
+        *(const char **)dst = text;
       return 0;
+    }
+    case STRATA_OPT_SPEC:
+      return store_spec(base, o, text);
     case STRATA_OPT_U64: {
       /* strtoull accepts "-1" as a huge number; a sign is never valid here. */
       const char *p = text;
@@ -55,69 +106,140 @@ static int store(const strata_optgroup *g, const strata_option *o, const char *t
       errno = 0;
       unsigned long long v = strtoull(text, &end, 10);
       if (*p == '-' || *p == '+' || errno || end == text || *end)
-        return strata_err_set(STRATA_EUSAGE, "--%s: '%s' is not a non-negative integer", o->name,
+        return strata_err_set(STRATA_EUSAGE, "%s: '%s' is not a non-negative integer", who,
                               quoted(q, text));
-      num = (double)v;
-      if (o->min < o->max && (num < o->min || num > o->max))
-        return strata_err_set(STRATA_EUSAGE, "--%s: must be in [%g, %g] (got %s)", o->name,
-                              o->min, o->max, quoted(q, text));
+      if ((rc = in_bounds(who, o, (double)v, text))) return rc;
       *(uint64_t *)dst = (uint64_t)v;
-      return 0;
+      break;
     }
     case STRATA_OPT_INT: {
       errno = 0;
       long long v = strtoll(text, &end, 10);
       if (errno || end == text || *end)
-        return strata_err_set(STRATA_EUSAGE, "--%s: '%s' is not an integer", o->name,
-                              quoted(q, text));
+        return strata_err_set(STRATA_EUSAGE, "%s: '%s' is not an integer", who, quoted(q, text));
       if (v < -2147483647LL || v > 2147483647LL)
-        return strata_err_set(STRATA_EUSAGE, "--%s: %s is out of range", o->name,
-                              quoted(q, text));
-      num = (double)v;
-      if (o->min < o->max && (num < o->min || num > o->max))
-        return strata_err_set(STRATA_EUSAGE, "--%s: must be in [%g, %g] (got %s)", o->name,
-                              o->min, o->max, quoted(q, text));
+        return strata_err_set(STRATA_EUSAGE, "%s: %s is out of range", who, quoted(q, text));
+      if ((rc = in_bounds(who, o, (double)v, text))) return rc;
       *(int *)dst = (int)v;
-      return 0;
+      break;
     }
     case STRATA_OPT_DOUBLE:
       errno = 0;
       num = strtod(text, &end);
       if (errno || end == text || *end || !isfinite(num))
-        return strata_err_set(STRATA_EUSAGE, "--%s: '%s' is not a finite number", o->name,
+        return strata_err_set(STRATA_EUSAGE, "%s: '%s' is not a finite number", who,
                               quoted(q, text));
-      if (o->min < o->max && (num < o->min || num > o->max))
-        return strata_err_set(STRATA_EUSAGE, "--%s: must be in [%g, %g] (got %s)", o->name,
-                              o->min, o->max, quoted(q, text));
+      if ((rc = in_bounds(who, o, num, text))) return rc;
       *(double *)dst = num;
-      return 0;
+      break;
+    default:
+      return strata_err_set(STRATA_EINVAL, "%s: bad option table", who);
   }
-  return strata_err_set(STRATA_EINVAL, "--%s: bad option table", o->name);
+  if (given) *given = 1;
+  return 0;
+}
+
+static int store_default(void *base, const strata_option *o, const char *who);
+
+/* Every key of spec o back to its default. */
+static int keys_default(void *base, const strata_option *o, const char *who) {
+  for (const strata_option *k = o->keys; k->name; k++) {
+    char kwho[256];
+    snprintf(kwho, sizeof kwho, "%s: %s", who, k->name);
+    strata_opt_type t = base_type(k);
+    if ((t != STRATA_OPT_INT && t != STRATA_OPT_U64 && t != STRATA_OPT_DOUBLE &&
+         t != STRATA_OPT_ENUM) ||
+        k - o->keys >= MAX_KEYS)
+      return strata_err_set(STRATA_EINVAL, "%s: not a valid key of a spec", kwho);
+    int rc = store_default(base, k, kwho);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+/* Stores o's default (zero without one; a flag is always off). */
+static int store_default(void *base, const strata_option *o, const char *who) {
+  void *dst = field(base, o->offset);
+  int rc = 0;
+  switch (base_type(o)) {
+    case STRATA_OPT_FLAG: *(int *)dst = 0; return 0;
+    case STRATA_OPT_INT:
+    case STRATA_OPT_ENUM: *(int *)dst = 0; break;
+    case STRATA_OPT_U64: *(uint64_t *)dst = 0; break;
+    case STRATA_OPT_DOUBLE: *(double *)dst = 0; break;
+    case STRATA_OPT_INT_OPTIONAL: *(strata_opt_int *)dst = (strata_opt_int){0, 0}; break;
+    case STRATA_OPT_DOUBLE_OPTIONAL: *(strata_opt_double *)dst = (strata_opt_double){0, 0}; break;
+    case STRATA_OPT_STRING:
+    case STRATA_OPT_CHOICE: *(const char **)dst = NULL; break;
+    case STRATA_OPT_SPEC:
+      *(const char **)dst = NULL;
+      if ((rc = keys_default(base, o, who))) return rc;
+      break;
+    default: return strata_err_set(STRATA_EINVAL, "%s: bad option table", who);
+  }
+  if (o->def) rc = store(base, o, o->def, who);
+  /* A default is not a value given. */
+  if (base_type(o) == STRATA_OPT_INT_OPTIONAL) ((strata_opt_int *)dst)->given = 0;
+  if (base_type(o) == STRATA_OPT_DOUBLE_OPTIONAL) ((strata_opt_double *)dst)->given = 0;
+  return rc;
+}
+
+/* A spec: every key back to its default, then the pairs of text in order. */
+static int store_spec(void *base, const strata_option *o, const char *text) {
+  char who[64 + STRATA_QUOTE_SIZE], q[STRATA_QUOTE_SIZE];
+  snprintf(who, sizeof who, "--%s '%s'", o->name, quoted(q, text));
+  int rc = keys_default(base, o, who);
+  if (rc) return rc;
+  uint32_t seen = 0;
+  int bare = strchr(text, '=') == NULL;
+  for (const char *p = text;;) {
+    const char *comma = bare ? NULL : strchr(p, ',');
+    size_t n = comma ? (size_t)(comma - p) : strlen(p);
+    const char *eq = bare ? p : memchr(p, '=', n);
+    if (!eq)
+      return strata_err_set(STRATA_EUSAGE, "%s: '%s' is not key=value (expected %s)", who,
+                            strata_quote(q, sizeof q, p, n), o->metavar ? o->metavar : "");
+    const strata_option *k = o->keys;
+    if (!bare) {
+      size_t kl = (size_t)(eq - p);
+      while (k->name && !(strlen(k->name) == kl && strncmp(k->name, p, kl) == 0)) k++;
+      if (!k->name)
+        return strata_err_set(STRATA_EUSAGE, "%s: unknown key '%s' (expected %s)", who,
+                              strata_quote(q, sizeof q, p, kl), o->metavar ? o->metavar : "");
+      eq++;
+    }
+    size_t vl = n - (size_t)(eq - p);
+    char value[MAX_VALUE], kwho[sizeof who + 64];
+    snprintf(kwho, sizeof kwho, "%s: %s", who, k->name);
+    if (vl >= sizeof value)
+      return strata_err_set(STRATA_EUSAGE, "%s: '%s' is too long", kwho,
+                            strata_quote(q, sizeof q, eq, vl));
+    memcpy(value, eq, vl);
+    value[vl] = 0;
+    if ((rc = store(base, k, value, kwho))) return rc;
+    seen |= 1u << (k - o->keys);
+    if (!comma) break;
+    p = comma + 1;
+  }
+  for (const strata_option *k = o->keys; k->name; k++)
+    if (!k->def && !(seen & 1u << (k - o->keys)))
+      return strata_err_set(STRATA_EUSAGE, "%s: missing %s=%s", who, k->name,
+                            k->metavar ? k->metavar : "X");
+  *(const char **)field(base, o->offset) = text;
+  return 0;
 }
 
 int strata_options_defaults(const strata_optgroup *groups, int n_groups) {
   for (int gi = 0; gi < n_groups; gi++) {
     const strata_optgroup *g = &groups[gi];
     for (const strata_option *o = g->opts; o->name; o++) {
-      void *dst = field(g, o);
-      if (o->type == STRATA_OPT_FLAG) {
-        *(int *)dst = 0;
-      } else if (!o->def) {
-        if (o->type == STRATA_OPT_STRING || o->type == STRATA_OPT_CHOICE)
-          *(const char **)dst = NULL;
-        else if (o->type == STRATA_OPT_INT)
-          *(int *)dst = 0;
-        else if (o->type == STRATA_OPT_U64)
-          *(uint64_t *)dst = 0;
-        else
-          *(double *)dst = 0;
-      } else {
-        int rc = store(g, o, o->def);
-        if (rc) {
-          char msg[512];
-          snprintf(msg, sizeof msg, "%s", strata_err_msg());
-          return strata_err_set(STRATA_EINVAL, "default of %s", msg);
-        }
+      char who[64];
+      snprintf(who, sizeof who, "--%s", o->name);
+      int rc = store_default(g->base, o, who);
+      if (rc) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", strata_err_msg());
+        return strata_err_set(STRATA_EINVAL, "default of %s", msg);
       }
     }
   }
@@ -166,34 +288,81 @@ int strata_options_parse(const strata_optgroup *groups, int n_groups, int argc, 
     } else {
       return strata_err_set(STRATA_EUSAGE, "unexpected argument '%s' (see --help)", quoted(q, a));
     }
-    if (o->type == STRATA_OPT_FLAG) {
+    if (base_type(o) == STRATA_OPT_FLAG) {
       if (value) return strata_err_set(STRATA_EUSAGE, "--%s takes no value", o->name);
-      *(int *)field(g, o) = 1;
+      *(int *)field(g->base, o->offset) = 1;
       continue;
     }
     if (!value) {
       if (i + 1 >= argc) return strata_err_set(STRATA_EUSAGE, "--%s needs a value", o->name);
       value = argv[++i];
     }
-    int rc = store(g, o, value);
+    char who[64];
+    snprintf(who, sizeof who, "--%s", o->name);
+    int rc = store(g->base, o, value, who);
     if (rc) return rc;
   }
   return 0;
 }
 
-static void format_value(char *buf, size_t n, const strata_optgroup *g, const strata_option *o) {
-  const void *src = field(g, o);
-  switch (o->type) {
-    case STRATA_OPT_FLAG: snprintf(buf, n, "%s", *(const int *)src ? "on" : "off"); break;
-    case STRATA_OPT_INT: snprintf(buf, n, "%d", *(const int *)src); break;
-    case STRATA_OPT_U64: snprintf(buf, n, "%llu", (unsigned long long)*(const uint64_t *)src); break;
-    case STRATA_OPT_DOUBLE: snprintf(buf, n, "%g", *(const double *)src); break;
-    case STRATA_OPT_STRING:
-    case STRATA_OPT_CHOICE: {
-      const char *s = *(const char *const *)src;
-      snprintf(buf, n, "%s", s ? s : "-");
+/* Writes the value of o (in the struct at base) as the echo shows it. */
+static void format_value(FILE *f, void *base, const strata_option *o) {
+  const void *src = field(base, o->offset);
+  switch (base_type(o)) {
+    case STRATA_OPT_INT_OPTIONAL: {
+      const strata_opt_int *v = src;
+      if (v->given) fprintf(f, "%d", v->value);
+      else fputc('-', f);
       break;
     }
+    case STRATA_OPT_DOUBLE_OPTIONAL: {
+      const strata_opt_double *v = src;
+      if (v->given) fprintf(f, "%g", v->value);
+      else fputc('-', f);
+      break;
+    }
+    case STRATA_OPT_FLAG: fputs(*(const int *)src ? "on" : "off", f); break;
+    case STRATA_OPT_INT: fprintf(f, "%d", *(const int *)src); break;
+    case STRATA_OPT_U64: fprintf(f, "%llu", (unsigned long long)*(const uint64_t *)src); break;
+    case STRATA_OPT_DOUBLE: fprintf(f, "%g", *(const double *)src); break;
+    case STRATA_OPT_ENUM: {
+      size_t len = 0;
+      const char *c = choice_at(o->choices, *(const int *)src, &len);
+      fprintf(f, "%.*s", (int)len, c ? c : "?");
+      break;
+    }
+    case STRATA_OPT_SPEC:
+      if (!*(const char *const *)src) {
+        fputc('-', f);
+        break;
+      }
+      for (const strata_option *k = o->keys; k->name; k++) {
+        fprintf(f, "%s%s=", k == o->keys ? "" : ",", k->name);
+        format_value(f, base, k);
+      }
+      break;
+    default: {
+      const char *s = *(const char *const *)src;
+      fputs(s ? s : "-", f);
+      break;
+    }
+  }
+}
+
+/* Choices, bounds and default of o, as --help shows them after its help. */
+static void describe(FILE *f, const strata_option *o) {
+  strata_opt_type t = base_type(o);
+  if (t == STRATA_OPT_CHOICE || t == STRATA_OPT_ENUM) fprintf(f, " {%s}", o->choices);
+  if (o->min < o->max)
+    fprintf(f, " %c%.10g..%.10g]", o->type & STRATA_OPT_OPEN_MIN ? '(' : '[', o->min, o->max);
+  if (o->def && t != STRATA_OPT_FLAG) fprintf(f, " [default: %s]", o->def);
+  if (t == STRATA_OPT_SPEC) {
+    fputs(" (", f);
+    for (const strata_option *k = o->keys; k->name; k++) {
+      fprintf(f, "%s%s%s", k == o->keys ? "" : "; ", k->name, k->def ? "" : " required");
+      describe(f, k);
+    }
+    fputc(')', f);
   }
 }
 
@@ -202,15 +371,13 @@ void strata_options_help(FILE *f, const strata_optgroup *groups, int n_groups) {
     fprintf(f, "\n%s:\n", groups[gi].title);
     for (const strata_option *o = groups[gi].opts; o->name; o++) {
       char lhs[96];
-      const char *mv = o->type == STRATA_OPT_FLAG ? "" : o->metavar ? o->metavar : "X";
+      const char *mv = base_type(o) == STRATA_OPT_FLAG ? "" : o->metavar ? o->metavar : "X";
       if (o->short_name)
         snprintf(lhs, sizeof lhs, "-%c, --%s%s%s", o->short_name, o->name, *mv ? " " : "", mv);
       else
         snprintf(lhs, sizeof lhs, "    --%s%s%s", o->name, *mv ? " " : "", mv);
       fprintf(f, "  %-30s %s", lhs, o->help);
-      if (o->type == STRATA_OPT_CHOICE) fprintf(f, " {%s}", o->choices);
-      if (o->min < o->max) fprintf(f, " [%g..%g]", o->min, o->max);
-      if (o->def && o->type != STRATA_OPT_FLAG) fprintf(f, " [default: %s]", o->def);
+      describe(f, o);
       fputc('\n', f);
     }
   }
@@ -221,9 +388,8 @@ void strata_options_echo(FILE *f, const char *prefix, const strata_optgroup *gro
   for (int gi = 0; gi < n_groups; gi++) {
     fprintf(f, "%s%s:", prefix, groups[gi].title);
     for (const strata_option *o = groups[gi].opts; o->name; o++) {
-      char buf[256];
-      format_value(buf, sizeof buf, &groups[gi], o);
-      fprintf(f, " %s=%s", o->name, buf);
+      fprintf(f, " %s=", o->name);
+      format_value(f, groups[gi].base, o);
     }
     fputc('\n', f);
   }

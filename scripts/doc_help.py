@@ -9,6 +9,8 @@ Usage: doc_help.py [--check] STRATA_BIN FILE.md...
   without --check: rewrites the files in place (atomically);
   with --check: changes nothing, prints the stale blocks and exits 1 when
   any block differs (the test suite runs this).
+Either way a line `$ ... --help` outside such a block is an error (exit 1):
+every help text shown in the docs is generated.
 """
 import os
 import re
@@ -17,6 +19,9 @@ import sys
 import tempfile
 
 BLOCK = re.compile(r"^```\n(\$ strata((?: [a-z-]+)*) --help)\n(.*?)^```\n", re.M | re.S)
+# Any command line asking for help, so that one BLOCK does not match (in
+# another fence, with other arguments) is reported rather than left stale.
+HELP_LINE = re.compile(r"^\$ .*--help$", re.M)
 
 
 def render(binary, sub):
@@ -34,7 +39,7 @@ def main(argv):
     if len(argv) < 2:
         sys.exit(__doc__)
     binary, files = argv[0], argv[1:]
-    stale = 0
+    stale = uncovered = 0
     for path in files:
         text = open(path).read()
 
@@ -46,12 +51,21 @@ def main(argv):
                 print("%s: the block of '%s' differs from the program's output" % (path, m.group(1)))
             return "```\n%s\n%s```\n" % (m.group(1), body)
 
+        covered = {m.start(1) for m in BLOCK.finditer(text)}
+        for m in HELP_LINE.finditer(text):
+            if m.start() not in covered:
+                uncovered += 1
+                print("%s: '%s' is not a block doc_help renders (a fence of its own, "
+                      "'$ strata [SUBCOMMAND] --help' first)" % (path, m.group(0)))
         new = BLOCK.sub(fresh, text)
         if not check and new != text:
             fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)))
             with os.fdopen(fd, "w") as f:
                 f.write(new)
             os.replace(tmp, path)
+    if uncovered:
+        print("doc_help: %d help command(s) outside a block it renders" % uncovered)
+        return 1
     if check and stale:
         print("doc_help: %d stale block(s); run scripts/doc_help.py %s %s" % (stale, binary, " ".join(files)))
         return 1

@@ -3,14 +3,13 @@
  * echoes the configuration, progress and the summary; a worker prints only
  * an error of its own; every rank exits with the same code.
  */
-#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+/* After a libc header, which defines __GLIBC__. */
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
-#include <math.h>
-#include <stdlib.h>
-#include <stdio.h>
-#include <string.h>
 
 #include "apps/cli/driver.h"
 #include "strata/core.h"
@@ -20,49 +19,91 @@
 
 typedef struct cli_opts {
   strata_engine_opts eng;
+  /* Into eng.staleness and eng.wpc; whether each was given goes to strata_engine_resolve. */
+  strata_opt_int staleness;
+  strata_opt_double wpc;
+  const char *straggler, *disrupt; /* the specs as given; their keys fill eng */
   int quiet, verbose;
-  uint64_t seed;
-  const char *mode, *staleness, *wpc, *prefetch, *straggler, *disrupt;
 } cli_opts;
 
+/* strata_mode and strata_prefetch are filled as the int index of a choice. */
+_Static_assert(sizeof(strata_mode) == sizeof(int), "strata_mode is not int-sized");
+_Static_assert(sizeof(strata_prefetch) == sizeof(int), "strata_prefetch is not int-sized");
+
+/* --prefetch's choices are the policies in strata_prefetch order, then
+ * "auto": the mode's own policy, which strata_engine_resolve picks. */
+#define PREFETCH_CHOICES "none|conservative|aggressive|auto"
+#define PREFETCH_AUTO (STRATA_PREFETCH_AGGRESSIVE + 1)
+
 #define EOPT(field) offsetof(cli_opts, field)
-static const strata_option engine_options[] = {
-    {"mode", 'm', STRATA_OPT_CHOICE, EOPT(mode), "scheduled", "MODE", 0, 0,
-     "scheduled|serial|bsp|absp|ssp|essp|async",
-     "scheduled: parameter blocks rotate on a ring of workers; serial: one process, no MPI; "
-     "bsp, absp, ssp, essp, async: data-parallel workers against a parameter-server table"},
-    {"staleness", 0, STRATA_OPT_STRING, EOPT(staleness), NULL, "S", 0, 0, NULL,
-     "ssp/essp: read rows at most S clocks old (default 1; 0 is BSP)"},
-    {"wpc", 0, STRATA_OPT_STRING, EOPT(wpc), NULL, "W", 0, 0, NULL,
-     "absp/ssp/essp/async: work per clock in passes, 1/K or a whole number (default 1)"},
-    {"prefetch", 0, STRATA_OPT_CHOICE, EOPT(prefetch), "auto", "POLICY", 0, 0,
-     "auto|none|conservative|aggressive",
-     "table prefetcher replaying last clock's reads; auto: aggressive (fresher reads; see "
-     "docs/cli.md)"},
-    {"straggler", 0, STRATA_OPT_STRING, EOPT(straggler), NULL, "delay=MS[,spin=1]", 0, 0, NULL,
-     "worker i sleeps MS at clocks i, i+P, ... (a clock is a pass in scheduled mode); "
-     "spin=1: busy instead of asleep"},
-    {"disrupt", 0, STRATA_OPT_STRING, EOPT(disrupt), NULL, "prob=P,slot=MS", 0, 0, NULL,
-     "each worker gets a CPU-burning thread for a random fraction P of MS-long slots"},
-    {"score-view", 0, STRATA_OPT_FLAG, EOPT(eng.score_view), NULL, NULL, 0, 0, NULL,
-     "bsp/absp/ssp/essp/async: also score each worker's own view of the table at its pass end "
-     "and report it per pass as view_<objective> (the objectives score the model)"},
-    {"strata", 'B', STRATA_OPT_INT, EOPT(eng.strata), "0", "B", 0, 4096, NULL,
-     "strata per pass (blocking B x B); 0 = one per worker"},
-    {"depth", 0, STRATA_OPT_INT, EOPT(eng.depth), "8", "C", 1, 1024, NULL,
-     "pipeline chunks per rotating block"},
-    {"passes", 'p', STRATA_OPT_INT, EOPT(eng.passes), "20", "N", 1, 1000000, NULL,
-     "data passes"},
-    {"seed", 's', STRATA_OPT_U64, EOPT(seed), "1", "X", 0, 0, NULL,
-     "seed for initialisation, block assignment and splits"},
-    {"metrics-out", 0, STRATA_OPT_STRING, EOPT(eng.metrics_out), NULL, "FILE", 0, 0, NULL,
-     "write the JSON run summary here (atomically)"},
-    {"model-out", 0, STRATA_OPT_STRING, EOPT(eng.model_out), NULL, "DIR", 0, 0, NULL,
-     "export the final model into this directory"},
-    {"quiet", 'q', STRATA_OPT_FLAG, EOPT(quiet), NULL, NULL, 0, 0, NULL,
-     "no configuration echo or progress, errors only"},
-    {"verbose", 'v', STRATA_OPT_FLAG, EOPT(verbose), NULL, NULL, 0, 0, NULL, "debug messages"},
-    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL}};
+static const strata_option straggler_keys[] = {
+    {"delay", 0, STRATA_OPT_INT, EOPT(eng.straggler_ms), NULL, "MS", 0, 3600000, NULL, NULL, NULL},
+    {"spin", 0, STRATA_OPT_INT, EOPT(eng.straggler_spin), "0", "0|1", 0, 1, NULL, NULL, NULL},
+    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+
+static const strata_option disrupt_keys[] = {
+    {"prob", 0, STRATA_OPT_DOUBLE | STRATA_OPT_OPEN_MIN, EOPT(eng.disrupt_prob), NULL, "P", 0, 1,
+     NULL, NULL, NULL},
+    {"slot", 0, STRATA_OPT_INT, EOPT(eng.disrupt_slot_ms), NULL, "MS", 1, 3600000, NULL, NULL, NULL},
+    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+
+#define N_ENGINE_OPTS 16
+
+/* The engine's option table for one app, with the text its defaults need. */
+typedef struct engine_table {
+  strata_option opts[N_ENGINE_OPTS];
+  char modes[128], passes[16], depth[16], wpc[32];
+} engine_table;
+
+static void engine_table_init(engine_table *t, const strata_app_defaults *d) {
+  size_t used = 0;
+  for (int m = 0; m < STRATA_N_MODES; m++)
+    used += (size_t)snprintf(t->modes + used, sizeof t->modes - used, "%s%s", m ? "|" : "",
+                             strata_mode_name((strata_mode)m));
+  snprintf(t->passes, sizeof t->passes, "%d", d->passes ? d->passes : 20);
+  snprintf(t->depth, sizeof t->depth, "%d", d->depth ? d->depth : 8);
+  snprintf(t->wpc, sizeof t->wpc, "%g", d->wpc > 0 ? d->wpc : 1);
+  const strata_option opts[N_ENGINE_OPTS] = {
+      {"mode", 'm', STRATA_OPT_ENUM, EOPT(eng.mode), "scheduled", "MODE", 0, 0, t->modes,
+       "scheduled: parameter blocks rotate on a ring of workers; serial: one process, no MPI; "
+       "bsp, absp, ssp, essp, async: data-parallel workers against a parameter-server table", NULL},
+      {"staleness", 0, STRATA_OPT_INT_OPTIONAL, EOPT(staleness), NULL, "S", 0, 1000000, NULL,
+       "ssp/essp: read rows at most S clocks old (default 1; 0 is BSP)", NULL},
+      {"wpc", 0, STRATA_OPT_DOUBLE_OPTIONAL, EOPT(wpc), t->wpc, "W", 0, 0, NULL,
+       "absp/ssp/essp/async: work per clock in passes, 1/K or a whole number", NULL},
+      {"prefetch", 0, STRATA_OPT_ENUM, EOPT(eng.prefetch), "auto", "POLICY", 0, 0,
+       PREFETCH_CHOICES,
+       "table prefetcher replaying last clock's reads; auto: aggressive (fresher reads; see "
+       "docs/cli.md)", NULL},
+      {"straggler", 0, STRATA_OPT_SPEC, EOPT(straggler), NULL, "delay=MS[,spin=1]", 0, 0, NULL,
+       "worker i sleeps MS at clocks i, i+P, ... (a clock is a pass in scheduled mode); "
+       "spin=1: busy instead of asleep",
+       straggler_keys},
+      {"disrupt", 0, STRATA_OPT_SPEC, EOPT(disrupt), NULL, "prob=P,slot=MS", 0, 0, NULL,
+       "each worker gets a CPU-burning thread for a random fraction P of MS-long slots",
+       disrupt_keys},
+      {"score-view", 0, STRATA_OPT_FLAG, EOPT(eng.score_view), NULL, NULL, 0, 0, NULL,
+       "bsp/absp/ssp/essp/async: also score each worker's own view of the table at its pass "
+       "end and report it per pass as view_<objective> (the objectives score the model)", NULL},
+      {"strata", 'B', STRATA_OPT_INT, EOPT(eng.strata), "0", "B", 0, 4096, NULL,
+       "strata per pass (blocking B x B); 0 = one per worker", NULL},
+      {"depth", 0, STRATA_OPT_INT, EOPT(eng.depth), t->depth, "C", 1, 1024, NULL,
+       "pipeline chunks per rotating block", NULL},
+      {"passes", 'p', STRATA_OPT_INT, EOPT(eng.passes), t->passes, "N", 1, 1000000, NULL,
+       "data passes", NULL},
+      {"seed", 's', STRATA_OPT_U64, EOPT(eng.seed), "1", "X", 0, 0, NULL,
+       "seed for initialisation, block assignment and splits", NULL},
+      {"metrics-out", 0, STRATA_OPT_STRING, EOPT(eng.metrics_out), NULL, "FILE", 0, 0, NULL,
+       "write the JSON run summary here (atomically)", NULL},
+      {d->model_out_flag ? d->model_out_flag : "model-out", 0, STRATA_OPT_STRING,
+       EOPT(eng.model_out), NULL, "DIR", 0, 0, NULL,
+       d->model_out_help ? d->model_out_help : "export the final model into this directory", NULL},
+      {"quiet", 'q', STRATA_OPT_FLAG, EOPT(quiet), NULL, NULL, 0, 0, NULL,
+       "no configuration echo or progress, errors only", NULL},
+      {"verbose", 'v', STRATA_OPT_FLAG, EOPT(verbose), NULL, NULL, 0, 0, NULL, "debug messages", NULL},
+      {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+  memcpy(t->opts, opts, sizeof opts);
+}
 
 static double t_start;
 static int my_rank;
@@ -111,116 +152,20 @@ static int exit_code(int rc) {
   return rc == 0 ? 0 : rc == STRATA_EUSAGE ? 2 : rc == STRATA_EDIVERGED ? 3 : 1;
 }
 
-static int bad_value(const char *flag, const char *v, const char *want) {
-  char q[STRATA_QUOTE_SIZE];
-  return strata_err_set(STRATA_EUSAGE, "--%s: expected %s, got '%s'", flag, want,
-                        strata_quote(q, sizeof q, v, strlen(v)));
-}
-
-static int parse_long(const char *flag, const char *v, long lo, long hi, long *out) {
-  char *end;
-  errno = 0;
-  long x = strtol(v, &end, 10);
-  if (!*v || *end || errno || x < lo || x > hi) {
-    char want[96];
-    snprintf(want, sizeof want, "a whole number in [%ld, %ld]", lo, hi);
-    return bad_value(flag, v, want);
-  }
-  *out = x;
-  return 0;
-}
-
-static int parse_real(const char *flag, const char *v, double *out) {
-  char *end;
-  errno = 0;
-  double x = strtod(v, &end);
-  if (!*v || *end || errno || !isfinite(x)) return bad_value(flag, v, "a number");
-  *out = x;
-  return 0;
-}
-
-/* key=value[,key=value]: finds key's value in spec (copied into buf). */
-static const char *kv(const char *spec, const char *key, char *buf, size_t cap) {
-  size_t kl = strlen(key);
-  for (const char *p = spec; p && *p;) {
-    const char *e = strchr(p, ',');
-    size_t n = e ? (size_t)(e - p) : strlen(p);
-    if (n > kl && !strncmp(p, key, kl) && p[kl] == '=' && n - kl - 1 < cap) {
-      memcpy(buf, p + kl + 1, n - kl - 1);
-      buf[n - kl - 1] = 0;
-      return buf;
-    }
-    p = e ? e + 1 : NULL;
-  }
-  return NULL;
-}
-
-/* Keys of spec must all be among `keys` ("a|b"). */
-static int only_keys(const char *flag, const char *spec, const char *keys, const char *want) {
-  for (const char *p = spec; p && *p;) {
-    const char *eq = strchr(p, '='), *e = strchr(p, ',');
-    if (!eq || (e && eq > e)) return bad_value(flag, spec, want);
-    size_t kl = (size_t)(eq - p);
-    int ok = 0;
-    for (const char *k = keys; *k;) {
-      const char *bar = strchr(k, '|');
-      size_t n = bar ? (size_t)(bar - k) : strlen(k);
-      ok |= n == kl && !strncmp(k, p, kl);
-      k += n + (bar != NULL);
-    }
-    if (!ok) return bad_value(flag, spec, want);
-    p = e ? e + 1 : NULL;
-  }
-  return 0;
-}
-
-/* The parameter-server, straggler and disruption flags into engine terms. */
-static int engine_flags(cli_opts *co, const strata_driver *drv) {
+/* The mode's settings: resolve gets what the command line gave. */
+static int engine_resolve(cli_opts *co) {
   strata_engine_opts *e = &co->eng;
-  long v = 0;
-  int rc = strata_mode_parse(co->mode, &e->mode);
+  int prefetch_given = e->prefetch != PREFETCH_AUTO;
+  if (!prefetch_given) e->prefetch = STRATA_PREFETCH_NONE; /* resolve picks the mode's */
+  e->staleness = co->staleness.value;
+  e->wpc = co->wpc.value;
+  int rc = strata_engine_resolve(e, co->staleness.given, co->wpc.given, prefetch_given);
   if (rc) return rc;
-  e->staleness = -1;
-  if (co->staleness && (rc = parse_long("staleness", co->staleness, 0, 1000000, &v))) return rc;
-  if (co->staleness) e->staleness = (int)v;
-  /* The app's default work per clock reaches resolve as a value not given. */
-  const char *wpc = co->wpc ? co->wpc : drv->wpc_default;
-  if (wpc && (rc = parse_real("wpc", wpc, &e->wpc))) return rc;
-  int pf = strcmp(co->prefetch, "auto") != 0;
-  e->prefetch = !strcmp(co->prefetch, "none")           ? STRATA_PREFETCH_NONE
-                : !strcmp(co->prefetch, "aggressive")   ? STRATA_PREFETCH_AGGRESSIVE
-                                                         : STRATA_PREFETCH_CONSERVATIVE;
-  if ((rc = strata_engine_resolve(e, co->staleness != NULL, co->wpc != NULL, pf))) return rc;
   if (e->score_view && !strata_mode_is_ps(e->mode))
     return strata_err_set(STRATA_EUSAGE,
                           "--score-view applies to the parameter-server modes (bsp, absp, ssp, "
                           "essp, async), not --mode %s: there the model is what the workers see",
-                          co->mode);
-  char buf[64];
-  if (co->straggler) {
-    const char *want = "delay=MS[,spin=0|1]";
-    int keyed = strchr(co->straggler, '=') != NULL;
-    if ((rc = only_keys("straggler", keyed ? co->straggler : "delay=0", "delay|spin", want)))
-      return rc;
-    const char *d = keyed ? kv(co->straggler, "delay", buf, sizeof buf) : co->straggler;
-    if (!d) return bad_value("straggler", co->straggler, want);
-    if ((rc = parse_long("straggler", d, 0, 3600000, &v))) return rc;
-    e->straggler_ms = (int)v;
-    const char *sp = keyed ? kv(co->straggler, "spin", buf, sizeof buf) : NULL;
-    if (sp && (rc = parse_long("straggler", sp, 0, 1, &v))) return rc;
-    e->straggler_spin = sp ? (int)v : 0;
-  }
-  if (co->disrupt) {
-    const char *want = "prob=P,slot=MS with 0 < P <= 1 and MS >= 1";
-    if ((rc = only_keys("disrupt", co->disrupt, "prob|slot", want))) return rc;
-    const char *p = kv(co->disrupt, "prob", buf, sizeof buf);
-    if (!p || parse_real("disrupt", p, &e->disrupt_prob) || !(e->disrupt_prob > 0) ||
-        e->disrupt_prob > 1)
-      return bad_value("disrupt", co->disrupt, want);
-    const char *sl = kv(co->disrupt, "slot", buf, sizeof buf);
-    if (!sl || parse_long("disrupt", sl, 1, 3600000, &v)) return bad_value("disrupt", co->disrupt, want);
-    e->disrupt_slot_ms = (int)v;
-  }
+                          strata_mode_name(e->mode));
   return 0;
 }
 
@@ -251,25 +196,9 @@ int strata_driver_main(const strata_app *app, const strata_driver *d, int argc, 
   cli_opts co;
   memset(&co, 0, sizeof co);
   void *cfg = strata_calloc(1, app->config_size);
-  /* The engine's table with this program's defaults. */
-  strata_option eopts[sizeof engine_options / sizeof engine_options[0]];
-  char wpc_help[160];
-  memcpy(eopts, engine_options, sizeof eopts);
-  for (strata_option *o = eopts; o->name; o++) {
-    if (!strcmp(o->name, "passes") && d->passes_default) o->def = d->passes_default;
-    if (!strcmp(o->name, "depth") && d->depth_default) o->def = d->depth_default;
-    if (!strcmp(o->name, "model-out") && d->model_out_help) o->help = d->model_out_help;
-    if (!strcmp(o->name, "model-out") && d->model_out_flag) o->name = d->model_out_flag;
-    if (!strcmp(o->name, "wpc") && d->wpc_default) {
-      snprintf(wpc_help, sizeof wpc_help,
-               "absp/ssp/essp/async: work per clock in passes, 1/K or a whole number "
-               "(default %s)",
-               d->wpc_default);
-      o->help = wpc_help;
-    }
-  }
-  strata_optgroup groups[2] = {{"engine options", eopts, &co},
-                               {"", app->options, cfg}};
+  engine_table et;
+  engine_table_init(&et, &app->defaults);
+  strata_optgroup groups[2] = {{"engine options", et.opts, &co}, {"", app->options, cfg}};
   char title[64];
   snprintf(title, sizeof title, "%s options", app->name);
   groups[1].title = title;
@@ -287,9 +216,8 @@ int strata_driver_main(const strata_app *app, const strata_driver *d, int argc, 
     if (t.rank == 0) usage_app(stdout, d, app, groups, 2);
     goto out;
   }
-  co.eng.seed = co.seed;
   co.eng.progress = !co.quiet;
-  if ((rc = engine_flags(&co, d))) goto out;
+  if ((rc = engine_resolve(&co))) goto out;
   int serial = co.eng.mode == STRATA_MODE_SERIAL;
   int P = serial ? 1 : t.size - 1;
   if (serial && t.size != 1) {
@@ -301,7 +229,7 @@ int strata_driver_main(const strata_app *app, const strata_driver *d, int argc, 
     rc = strata_err_set(STRATA_EUSAGE,
                         "--mode %s needs a coordinator and at least one worker: "
                         "run 'mpirun -np P+1 %s ...' (P >= 1), or use --mode serial",
-                        co.mode, d->prog);
+                        strata_mode_name(co.eng.mode), d->prog);
     goto out;
   }
   strata_setup setup = {.workers = P,
@@ -318,7 +246,7 @@ int strata_driver_main(const strata_app *app, const strata_driver *d, int argc, 
   if (t.rank == 0 && !co.quiet) {
     fprintf(stderr, "strata %s (git %s; %s; %s)\n", STRATA_VERSION, STRATA_GIT_REV,
             STRATA_BUILD_FLAGS, STRATA_COMPILER);
-    fprintf(stderr, "  %s, %d worker%s, %d strata\n", co.mode, P, P == 1 ? "" : "s",
+    fprintf(stderr, "  %s, %d worker%s, %d strata\n", strata_mode_name(co.eng.mode), P, P == 1 ? "" : "s",
             setup.strata);
     if (strata_mode_is_ps(co.eng.mode)) {
       static const char *const pf[] = {"none", "conservative", "aggressive"};

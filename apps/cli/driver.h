@@ -3,7 +3,7 @@
  * library itself never prints).
  *
  * strata_driver_main starts MPI, parses the engine's options and the app's
- * (one table each), checks the rank count, echoes version, build and every
+ * (one table each; the engine's takes its defaults from app->defaults), checks the rank count, echoes version, build and every
  * effective option, runs the engine, prints the summary on rank 0, writes
  * --metrics-out, and makes every rank leave with one exit code: 0 ok,
  * 2 usage error, 1 runtime error. A failure that leaves peers blocked ends
@@ -16,12 +16,7 @@
 #include "strata/engine.h"
 
 typedef struct strata_driver {
-  const char *prog;           /* "strata mf": usage lines and error prefix */
-  const char *passes_default; /* NULL: "20" */
-  const char *depth_default;  /* NULL: "8" */
-  const char *model_out_help; /* NULL: "export the final model into this directory" */
-  const char *model_out_flag; /* NULL: "model-out"; the name of that option for this app */
-  const char *wpc_default;    /* NULL: "1"; --wpc when not given (absp, ssp, essp, async) */
+  const char *prog; /* "strata mf": usage lines and error prefix */
   /* Rank 0, after a successful run: the summary on stdout (NULL: the
    * default one, strata_driver_summary). */
   void (*summary)(const strata_run_result *r, const strata_engine_opts *opts);

@@ -53,16 +53,6 @@ int main(int argc, char **argv) {
       char prog[64];
       snprintf(prog, sizeof prog, "strata %s", apps[i]->name);
       strata_driver d = {.prog = prog};
-      if (apps[i] == &strata_app_lda)
-        d = (strata_driver){.prog = prog,
-                            .depth_default = "4",
-                            /* Gibbs sampling loses more to counts a pass
-                             * old than SGD does: clocks of a quarter pass
-                             * keep ssp's s = 1 within half a pass. */
-                            .wpc_default = "0.25",
-                            .model_out_flag = "topics-out",
-                            .model_out_help = "write top words per topic, doc-topic proportions "
-                                              "and the model into this directory"};
       return strata_driver_main(apps[i], &d, argc - 2, argv + 2, argc, argv);
     }
   char q[STRATA_QUOTE_SIZE];

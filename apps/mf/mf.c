@@ -50,35 +50,35 @@ static const char *const mf_objective_names[] = {"train_rmse", "test_rmse"};
 #define OPT(field) offsetof(strata_mf_config, field)
 static const strata_option mf_options[] = {
     {"data", 'd', STRATA_OPT_STRING, OPT(data), "synth:", "FILE|synth:...", 0, 0, NULL,
-     "training ratings, or the generator: synth:users=U,items=I,ratings=N,rank=R,noise=S,seed=X,skew=A"},
+     "training ratings, or the generator: synth:users=U,items=I,ratings=N,rank=R,noise=S,seed=X,skew=A", NULL},
     {"format", 0, STRATA_OPT_CHOICE, OPT(format), "auto", "FMT", 0, 0, "auto|tsv|dat|csv|libmf|mm",
-     "rating file format"},
+     "rating file format", NULL},
     {"test", 0, STRATA_OPT_STRING, OPT(test), NULL, "FILE",0, 0, NULL,
-     "held-out ratings scored after every pass (ids mapped like --data)"},
+     "held-out ratings scored after every pass (ids mapped like --data)", NULL},
     {"test-fraction", 0, STRATA_OPT_DOUBLE, OPT(test_fraction), "0", "F", 0, 0.99, NULL,
-     "hold out this fraction of --data as the test set (seeded by --seed)"},
-    {"rank", 'k', STRATA_OPT_INT, OPT(rank), "32", "K", 1, 4096, NULL, "factor rank"},
+     "hold out this fraction of --data as the test set (seeded by --seed)", NULL},
+    {"rank", 'k', STRATA_OPT_INT, OPT(rank), "32", "K", 1, 4096, NULL, "factor rank", NULL},
     {"update", 0, STRATA_OPT_CHOICE, OPT(update), "adagrad", "RULE", 0, 0, "adagrad|sgd",
-     "step sizes: row-wise AdaGrad (lr / sqrt(G)), or plain SGD with lr / (1 + lr-decay * pass)"},
+     "step sizes: row-wise AdaGrad (lr / sqrt(G)), or plain SGD with lr / (1 + lr-decay * pass)", NULL},
     {"lr", 0, STRATA_OPT_DOUBLE, OPT(lr), "0.05", "RATE", 1e-9, 10, NULL,
-     "learning rate (AdaGrad: the base step)"},
+     "learning rate (AdaGrad: the base step)", NULL},
     {"lr-decay", 0, STRATA_OPT_DOUBLE, OPT(lr_decay), "0.1", "D", 0, 100, NULL,
-     "with --update sgd: the rate of pass t (from 0) is lr / (1 + D t)"},
+     "with --update sgd: the rate of pass t (from 0) is lr / (1 + D t)", NULL},
     {"lr-schedule", 0, STRATA_OPT_CHOICE, OPT(lr_schedule), "decay", "RULE", 0, 0, "decay|bold",
      "with --update sgd: decay (lr / (1 + lr-decay t)), or bold: DSGD's bold driver, the rate "
-     "x1.05 after a pass whose training loss fell, x0.5 after one whose loss rose"},
+     "x1.05 after a pass whose training loss fell, x0.5 after one whose loss rose", NULL},
     {"lambda", 0, STRATA_OPT_DOUBLE, OPT(lambda), "0.1", "L", 0, 100, NULL,
-     "L2 regularisation of the factors"},
+     "L2 regularisation of the factors", NULL},
     {"lambda-bias", 0, STRATA_OPT_DOUBLE, OPT(lambda_bias), "0.05", "L", 0, 100, NULL,
-     "L2 regularisation of the biases"},
+     "L2 regularisation of the biases", NULL},
     {"init-scale", 0, STRATA_OPT_DOUBLE, OPT(init_scale), "0.1", "S", 0, 100, NULL,
-     "initial factors ~ N(0, S^2/k)"},
+     "initial factors ~ N(0, S^2/k)", NULL},
     {"no-bias", 0, STRATA_OPT_FLAG, OPT(no_bias), NULL, NULL, 0, 0, NULL,
-     "no user and item biases (plain factorisation around the mean)"},
+     "no user and item biases (plain factorisation around the mean)", NULL},
     {"duplicate", 0, STRATA_OPT_INT, OPT(duplicate), "1", "N", 1, 4096, NULL,
      "train on N block-diagonal copies of the data (new users and items per copy; test "
-     "ratings copied alike): weak scaling as with Netflix x4 ... x256"},
-    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL}};
+     "ratings copied alike): weak scaling as with Netflix x4 ... x256", NULL},
+    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
 
 static int mf_check(const void *vcfg, const strata_setup *setup) {
   const strata_mf_config *cfg = vcfg;

@@ -111,6 +111,21 @@ typedef enum strata_block_kind {
  * every rotating block then needs the same row_bytes, a multiple of 4. */
 #define STRATA_APP_ADDITIVE 1u
 
+/* Defaults of engine options that an app wants different from the
+ * engine's; a zero or NULL field keeps the engine's default. The program
+ * builds its engine option table from them, so --help, parsing and the echo
+ * show the app's values. The values pass the options' own bounds checks. */
+typedef struct strata_app_defaults {
+  int passes;                 /* --passes; 0: 20 */
+  int depth;                  /* --depth; 0: 8 */
+  double wpc;                 /* --wpc where the mode takes one (absp, ssp, essp, async);
+                                 0: 1 */
+  const char *model_out_flag; /* name of the option filling setup.model_out (export_model's
+                                 directory); NULL: "model-out" */
+  const char *model_out_help; /* its help line; NULL: "export the final model into this
+                                 directory" */
+} strata_app_defaults;
+
 typedef struct strata_app {
   const char *name;     /* subcommand, e.g. "mf" */
   unsigned flags;       /* STRATA_APP_* */
@@ -126,6 +141,8 @@ typedef struct strata_app {
   size_t config_size;
   /* Optional cross-option checks after parsing; STRATA_EUSAGE + message. */
   int (*check)(const void *cfg, const strata_setup *setup);
+  /* The engine options' defaults for this app (all zero: the engine's). */
+  strata_app_defaults defaults;
 
   /* Sums the engine adds up over workers each pass, and the objective values
    * `objectives` derives from them (names like "train_rmse"). */

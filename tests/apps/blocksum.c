@@ -147,19 +147,19 @@ static bs_triple gen_next(strata_rng *rng, const blocksum_config *cfg) {
 
 #define OPT(field) offsetof(blocksum_config, field)
 static const strata_option bs_options[] = {
-    {"rows", 0, STRATA_OPT_INT, OPT(rows), "300", "N", 1, 1000000, NULL, "matrix rows (resident side)"},
+    {"rows", 0, STRATA_OPT_INT, OPT(rows), "300", "N", 1, 1000000, NULL, "matrix rows (resident side)", NULL},
     {"cols", 0, STRATA_OPT_INT, OPT(cols), "200", "N", 1, 1000000, NULL,
-     "matrix columns (rotating side)"},
+     "matrix columns (rotating side)", NULL},
     {"nnz", 0, STRATA_OPT_U64, OPT(nnz), "5000", "N", 1, 1e8, NULL,
-     "triples drawn from --seed (duplicates kept)"},
+     "triples drawn from --seed (duplicates kept)", NULL},
     {"max-value", 0, STRATA_OPT_INT, OPT(max_value), "1000", "V", 0, 1000000, NULL,
-     "values are uniform integers in [-V, V]"},
+     "values are uniform integers in [-V, V]", NULL},
     {"no-eval", 0, STRATA_OPT_FLAG, OPT(no_eval), NULL, NULL, 0, 0, NULL,
-     "no evaluation after each pass (no model exchange between workers)"},
+     "no evaluation after each pass (no model exchange between workers)", NULL},
     {"fault", 0, STRATA_OPT_CHOICE, OPT(fault), "none", "F", 0, 0, "none|sum|trace",
      "inject an error the export checks must catch: sum (worker 0 adds 1 once), "
-     "trace (worker 0 forgets one visit)"},
-    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL}};
+     "trace (worker 0 forgets one visit)", NULL},
+    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
 
 static int fault_code(const char *f) {
   return strcmp(f, "sum") == 0 ? FAULT_SUM : strcmp(f, "trace") == 0 ? FAULT_TRACE : FAULT_NONE;
@@ -736,6 +736,10 @@ const strata_app blocksum_app = {
                 "  mpirun -np 3 strata_blocksum --strata 5 --depth 3 --passes 3 --model-out out/\n"
                 "  strata_blocksum --mode serial --strata 3 --model-out out/\n",
     .options = bs_options,
+    .defaults = {.passes = 3,
+                 .depth = 2,
+                 .model_out_help = "check the final blocks and write " BLOCKSUM_REPORT
+                                   " into this directory"},
     .config_size = sizeof(blocksum_config),
     .check = bs_check,
     .n_partials = N_PARTIALS,

@@ -25,11 +25,6 @@ static void print_summary(const strata_run_result *r, const strata_engine_opts *
 }
 
 int main(int argc, char **argv) {
-  strata_driver d = {.prog = "strata_blocksum",
-                     .passes_default = "3",
-                     .depth_default = "2",
-                     .model_out_help = "check the final blocks and write " BLOCKSUM_REPORT
-                                       " into this directory",
-                     .summary = print_summary};
+  strata_driver d = {.prog = "strata_blocksum", .summary = print_summary};
   return strata_driver_main(&blocksum_app, &d, argc - 1, argv + 1, argc, argv);
 }

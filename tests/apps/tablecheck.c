@@ -74,24 +74,24 @@ typedef struct tc_opts {
 
 static const strata_option tc_options[] = {
     {"cons", 0, STRATA_OPT_CHOICE, offsetof(tc_opts, cons), "ssp", "MODEL", 0, 0, "ssp|essp|async",
-     "consistency model of the table"},
+     "consistency model of the table", NULL},
     {"staleness", 's', STRATA_OPT_INT, offsetof(tc_opts, staleness), "1", "S", 0, 1000, NULL,
-     "the table's staleness (ssp, essp; 0 = BSP)"},
+     "the table's staleness (ssp, essp; 0 = BSP)", NULL},
     {"clocks", 'c', STRATA_OPT_INT, offsetof(tc_opts, clocks), "30", "C", 1, 100000, NULL,
-     "clocks every worker runs"},
+     "clocks every worker runs", NULL},
     {"rows", 'r', STRATA_OPT_INT, offsetof(tc_opts, rows), "64", "R", 1, 1000000, NULL,
-     "rows of the table (each of P floats, one column per worker)"},
+     "rows of the table (each of P floats, one column per worker)", NULL},
     {"seed", 0, STRATA_OPT_STRING, offsetof(tc_opts, seed), NULL, "X", 0, 0, NULL,
-     "seed of the increments and the random reads and sleeps (default: from the time)"},
+     "seed of the increments and the random reads and sleeps (default: from the time)", NULL},
     {"delay-us", 0, STRATA_OPT_INT, offsetof(tc_opts, delay_us), "2000", "MAX", 0, 10000000, NULL,
-     "random sleep of 0..MAX microseconds before each operation"},
+     "random sleep of 0..MAX microseconds before each operation", NULL},
     {"prefetch", 0, STRATA_OPT_CHOICE, offsetof(tc_opts, prefetch), "none", "KIND", 0, 0,
-     "none|conservative|aggressive", "the table's prefetcher"},
+     "none|conservative|aggressive", "the table's prefetcher", NULL},
     {"prefetch-period", 0, STRATA_OPT_INT, offsetof(tc_opts, period), "1", "N", 1, 1000, NULL,
-     "clocks the prefetcher looks back (the table's prefetch_period)"},
+     "clocks the prefetcher looks back (the table's prefetch_period)", NULL},
     {"fault", 0, STRATA_OPT_CHOICE, offsetof(tc_opts, fault), "none", "KIND", 0, 0, "none|drop-inc",
-     "checks the checker: drop-inc makes the last worker skip its first inc (but count it)"},
-    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL}};
+     "checks the checker: drop-inc makes the last worker skip its first inc (but count it)", NULL},
+    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
 
 /* ---- the state of one worker's check ---- */
 

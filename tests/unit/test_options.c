@@ -38,31 +38,72 @@ typedef struct cfg2 {
 
 #define O(f) offsetof(cfg, f)
 static const strata_option opts[] = {
-    {"count", 'c', STRATA_OPT_INT, O(count), "4", "N", 1, 64, NULL, "how many things"},
-    {"seed", 0, STRATA_OPT_U64, O(seed), "42", "S", 0, 0, NULL, "random seed"},
-    {"rate", 'r', STRATA_OPT_DOUBLE, O(rate), "0.25", "RATE", 0, 1, NULL, "learning rate"},
-    {"name", 'n', STRATA_OPT_STRING, O(name), "alice", "NAME", 0, 0, NULL, "who"},
-    {"verbose", 'v', STRATA_OPT_FLAG, O(verbose), NULL, NULL, 0, 0, NULL, "talk more"},
+    {"count", 'c', STRATA_OPT_INT, O(count), "4", "N", 1, 64, NULL, "how many things", NULL},
+    {"seed", 0, STRATA_OPT_U64, O(seed), "42", "S", 0, 0, NULL, "random seed", NULL},
+    {"rate", 'r', STRATA_OPT_DOUBLE, O(rate), "0.25", "RATE", 0, 1, NULL, "learning rate", NULL},
+    {"name", 'n', STRATA_OPT_STRING, O(name), "alice", "NAME", 0, 0, NULL, "who", NULL},
+    {"verbose", 'v', STRATA_OPT_FLAG, O(verbose), NULL, NULL, 0, 0, NULL, "talk more", NULL},
     {"mode", 0, STRATA_OPT_CHOICE, O(mode), "fast", "MODE", 0, 0, "fast|slow|exact",
-     "how to run"},
-    {"nodef-int", 0, STRATA_OPT_INT, O(nodef_int), NULL, "N", 0, 0, NULL, "no default int"},
-    {"nodef-double", 0, STRATA_OPT_DOUBLE, O(nodef_double), NULL, "X", 0, 0, NULL, "no default"},
-    {"nodef-u64", 0, STRATA_OPT_U64, O(nodef_u64), NULL, "U", 0, 0, NULL, "no default u64"},
-    {"nodef-str", 0, STRATA_OPT_STRING, O(nodef_str), NULL, "S", 0, 0, NULL, "no default str"},
+     "how to run", NULL},
+    {"nodef-int", 0, STRATA_OPT_INT, O(nodef_int), NULL, "N", 0, 0, NULL, "no default int", NULL},
+    {"nodef-double", 0, STRATA_OPT_DOUBLE, O(nodef_double), NULL, "X", 0, 0, NULL, "no default", NULL},
+    {"nodef-u64", 0, STRATA_OPT_U64, O(nodef_u64), NULL, "U", 0, 0, NULL, "no default u64", NULL},
+    {"nodef-str", 0, STRATA_OPT_STRING, O(nodef_str), NULL, "S", 0, 0, NULL, "no default str", NULL},
     {"nodef-choice", 0, STRATA_OPT_CHOICE, O(nodef_choice), NULL, "C", 0, 0, "x|y",
-     "no default choice"},
-    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL}};
+     "no default choice", NULL},
+    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
 #undef O
 
 static const strata_option opts2[] = {
-    {"level", 'l', STRATA_OPT_INT, offsetof(cfg2, level), "-3", "L", -10, 10, NULL, "a level"},
-    {"quiet", 'q', STRATA_OPT_FLAG, offsetof(cfg2, quiet), NULL, NULL, 0, 0, NULL, "say less"},
-    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL}};
+    {"level", 'l', STRATA_OPT_INT, offsetof(cfg2, level), "-3", "L", -10, 10, NULL, "a level", NULL},
+    {"quiet", 'q', STRATA_OPT_FLAG, offsetof(cfg2, quiet), NULL, NULL, 0, 0, NULL, "say less", NULL},
+    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+
+/* The types beyond plain values: an enum, optional values, a key=value
+ * spec with an open lower bound, in a group of their own. */
+typedef struct cfg3 {
+  int color;
+  strata_opt_int depth;
+  strata_opt_double ratio;
+  strata_opt_double nodef_ratio;
+  double share;
+  const char *load;
+  int load_ms;
+  double load_prob;
+  int load_kind;
+  uint64_t load_n;
+} cfg3;
+
+#define O3(f) offsetof(cfg3, f)
+static const strata_option load_keys[] = {
+    {"ms", 0, STRATA_OPT_INT, O3(load_ms), NULL, "MS", 0, 1000, NULL, NULL, NULL},
+    {"prob", 0, STRATA_OPT_DOUBLE | STRATA_OPT_OPEN_MIN, O3(load_prob), NULL, "P", 0, 1, NULL, NULL,
+     NULL},
+    {"kind", 0, STRATA_OPT_ENUM, O3(load_kind), "cpu", "K", 0, 0, "cpu|io", NULL, NULL},
+    {"n", 0, STRATA_OPT_U64, O3(load_n), "7", "N", 1, 100, NULL, NULL, NULL},
+    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+
+static const strata_option opts3[] = {
+    {"color", 0, STRATA_OPT_ENUM, O3(color), "green", "C", 0, 0, "red|green|blue", "a color",
+     NULL},
+    {"depth", 0, STRATA_OPT_INT_OPTIONAL, O3(depth), NULL, "D", 0, 9, NULL, "optional int", NULL},
+    {"ratio", 0, STRATA_OPT_DOUBLE_OPTIONAL, O3(ratio), "0.5", "R", 0, 1, NULL, "optional double",
+     NULL},
+    {"nodef-ratio", 0, STRATA_OPT_DOUBLE_OPTIONAL, O3(nodef_ratio), NULL, "R", 0, 0, NULL,
+     "optional double without default", NULL},
+    {"share", 0, STRATA_OPT_DOUBLE | STRATA_OPT_OPEN_MIN, O3(share), "1", "S", 0, 1, NULL,
+     "a share above 0", NULL},
+    {"load", 0, STRATA_OPT_SPEC, O3(load), NULL, "ms=MS,prob=P[,kind=K,n=N]", 0, 0, NULL,
+     "a key=value spec", load_keys},
+    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+#undef O3
 
 static size_t live0;
 static cfg c;
 static cfg2 c2;
 static strata_optgroup groups[2];
+static cfg3 c3;
+static strata_optgroup group3;
 
 static int setup(void **state) {
   (void)state;
@@ -73,6 +114,9 @@ static int setup(void **state) {
   groups[0] = (strata_optgroup){"test options", opts, &c};
   groups[1] = (strata_optgroup){"more options", opts2, &c2};
   assert_int_equal(strata_options_defaults(groups, 2), 0);
+  memset(&c3, 0xA5, sizeof c3);
+  group3 = (strata_optgroup){"typed options", opts3, &c3};
+  assert_int_equal(strata_options_defaults(&group3, 1), 0);
   return 0;
 }
 
@@ -127,21 +171,21 @@ static void test_bad_default_is_einval(void **state) {
     int n;
   } bad;
   static const strata_option t[] = {
-      {"width", 0, STRATA_OPT_INT, 0, "wide", "N", 0, 0, NULL, "a width"},
-      {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL}};
+      {"width", 0, STRATA_OPT_INT, 0, "wide", "N", 0, 0, NULL, "a width", NULL},
+      {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
   strata_optgroup g = {"bad", t, &bad};
   assert_int_equal(strata_options_defaults(&g, 1), STRATA_EINVAL);
   /* A good default in the same kind of table passes. */
   static const strata_option good[] = {
-      {"width", 0, STRATA_OPT_INT, 0, "12", "N", 0, 0, NULL, "a width"},
-      {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL}};
+      {"width", 0, STRATA_OPT_INT, 0, "12", "N", 0, 0, NULL, "a width", NULL},
+      {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
   g.opts = good;
   assert_int_equal(strata_options_defaults(&g, 1), 0);
   assert_int_equal(bad.n, 12);
   /* A default outside the bounds is a bad table too. */
   static const strata_option out[] = {
-      {"width", 0, STRATA_OPT_INT, 0, "99", "N", 1, 10, NULL, "a width"},
-      {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL}};
+      {"width", 0, STRATA_OPT_INT, 0, "99", "N", 1, 10, NULL, "a width", NULL},
+      {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
   g.opts = out;
   assert_int_equal(strata_options_defaults(&g, 1), STRATA_EINVAL);
 }
@@ -159,8 +203,8 @@ static void test_bad_default_message(void **state) {
     int n;
   } bad;
   static const strata_option t[] = {
-      {"width", 0, STRATA_OPT_INT, 0, "wide", "N", 0, 0, NULL, "a width"},
-      {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL}};
+      {"width", 0, STRATA_OPT_INT, 0, "wide", "N", 0, 0, NULL, "a width", NULL},
+      {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
   strata_optgroup g = {"bad", t, &bad};
   assert_int_equal(strata_options_defaults(&g, 1), STRATA_EINVAL);
   assert_string_equal(strata_err_msg(), "default of --width: 'wide' is not an integer");
@@ -478,6 +522,266 @@ static void test_echo_prints_effective_values(void **state) {
   free(out);
 }
 
+/* ---- enum, optional values, specs ---- */
+
+/* Parses first and the arguments after it, up to NULL, against group3. */
+static int vparse3(const char *first, va_list ap) {
+  char *argv[32];
+  int argc = 0, help = -1;
+  for (const char *a = first; a && argc < 32; a = va_arg(ap, const char *)) argv[argc++] = (char *)a;
+  int rc = strata_options_parse(&group3, 1, argc, argv, &help);
+  assert_int_equal(help, 0);
+  return rc;
+}
+
+static int parse3(const char *first, ...) {
+  va_list ap;
+  va_start(ap, first);
+  int rc = vparse3(first, ap);
+  va_end(ap);
+  return rc;
+}
+
+/* Expects a usage error, one line holding every one of the words. */
+static void expect_usage3(const char *const *words, const char *first, ...) {
+  va_list ap;
+  va_start(ap, first);
+  strata_err_clear();
+  int rc = vparse3(first, ap);
+  va_end(ap);
+  assert_int_equal(rc, STRATA_EUSAGE);
+  const char *msg = strata_err_msg();
+  assert_null(strchr(msg, '\n'));
+  for (; *words; words++)
+    if (!strstr(msg, *words)) fail_msg("message '%s' lacks '%s'", msg, *words);
+}
+#define WORDS(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+static void test_typed_defaults(void **state) {
+  (void)state;
+  assert_int_equal(c3.color, 1);
+  assert_int_equal(c3.depth.value, 0);
+  assert_int_equal(c3.depth.given, 0);
+  assert_true(c3.ratio.value == 0.5); /* a default lands but is not a value given */
+  assert_int_equal(c3.ratio.given, 0);
+  assert_int_equal(c3.nodef_ratio.given, 0);
+  assert_true(c3.share == 1.0);
+  /* A spec not given: no text, every key at its default (zero without one). */
+  assert_null(c3.load);
+  assert_int_equal(c3.load_ms, 0);
+  assert_true(c3.load_prob == 0.0);
+  assert_int_equal(c3.load_kind, 0);
+  assert_true(c3.load_n == 7);
+}
+
+static void test_enum(void **state) {
+  (void)state;
+  assert_int_equal(parse3("--color", "red", NULL), 0);
+  assert_int_equal(c3.color, 0);
+  assert_int_equal(parse3("--color=blue", NULL), 0);
+  assert_int_equal(c3.color, 2);
+  expect_usage3(WORDS("--color", "'yellow'", "red|green|blue"), "--color", "yellow", NULL);
+  expect_usage3(WORDS("--color", "'gree'"), "--color", "gree", NULL);
+  expect_usage3(WORDS("--color", "''"), "--color", "", NULL);
+  expect_usage3(WORDS("--color", "'red|green'"), "--color", "red|green", NULL);
+  expect_usage3(WORDS("--color", "needs a value"), "--color", NULL);
+  assert_int_equal(c3.color, 2); /* the failures did not land */
+}
+
+static void test_optional_values(void **state) {
+  (void)state;
+  assert_int_equal(parse3("--depth", "0", "--nodef-ratio", "2.5", NULL), 0);
+  assert_int_equal(c3.depth.value, 0);
+  assert_int_equal(c3.depth.given, 1); /* given, even with the value it had */
+  assert_true(c3.nodef_ratio.value == 2.5);
+  assert_int_equal(c3.nodef_ratio.given, 1);
+  assert_int_equal(c3.ratio.given, 0);
+  assert_int_equal(parse3("--ratio=0.5", "--depth", "9", NULL), 0);
+  assert_int_equal(c3.ratio.given, 1);
+  assert_int_equal(c3.depth.value, 9);
+  /* Bad values and bounds, with the value and its given flag untouched. */
+  assert_int_equal(strata_options_defaults(&group3, 1), 0);
+  expect_usage3(WORDS("--depth", "not an integer"), "--depth", "x", NULL);
+  expect_usage3(WORDS("--depth", "not an integer"), "--depth", "1.5", NULL);
+  expect_usage3(WORDS("--depth", "[0, 9]", "10"), "--depth", "10", NULL);
+  expect_usage3(WORDS("--depth", "[0, 9]", "-1"), "--depth", "-1", NULL);
+  expect_usage3(WORDS("--depth", "out of range"), "--depth", "3000000000", NULL);
+  expect_usage3(WORDS("--ratio", "not a finite number"), "--ratio", "nan", NULL);
+  expect_usage3(WORDS("--ratio", "[0, 1]", "1.5"), "--ratio", "1.5", NULL);
+  expect_usage3(WORDS("--ratio", "needs a value"), "--ratio", NULL);
+  assert_int_equal(c3.depth.given, 0);
+  assert_int_equal(c3.ratio.given, 0);
+  assert_true(c3.ratio.value == 0.5);
+}
+
+static void test_open_min(void **state) {
+  (void)state;
+  assert_int_equal(parse3("--share", "1e-300", NULL), 0);
+  assert_true(c3.share == 1e-300);
+  assert_int_equal(parse3("--share", "1", NULL), 0); /* max stays inclusive */
+  expect_usage3(WORDS("--share", "(0, 1]", "got 0"), "--share", "0", NULL);
+  expect_usage3(WORDS("--share", "(0, 1]"), "--share", "-0.5", NULL);
+  expect_usage3(WORDS("--share", "(0, 1]"), "--share", "1.01", NULL);
+}
+
+static void test_spec_good(void **state) {
+  (void)state;
+  assert_int_equal(parse3("--load", "ms=20,prob=0.5", NULL), 0);
+  assert_string_equal(c3.load, "ms=20,prob=0.5");
+  assert_int_equal(c3.load_ms, 20);
+  assert_true(c3.load_prob == 0.5);
+  assert_int_equal(c3.load_kind, 0); /* defaults of the keys not given */
+  assert_true(c3.load_n == 7);
+  /* Any order, every key; bounds inclusive but prob's open minimum. */
+  assert_int_equal(parse3("--load=n=100,kind=io,prob=1,ms=0", NULL), 0);
+  assert_int_equal(c3.load_ms, 0);
+  assert_true(c3.load_prob == 1.0);
+  assert_int_equal(c3.load_kind, 1);
+  assert_true(c3.load_n == 100);
+  /* Given again, the keys left out go back to their defaults. */
+  assert_int_equal(parse3("--load", "prob=0.25,ms=1000", NULL), 0);
+  assert_int_equal(c3.load_kind, 0);
+  assert_true(c3.load_n == 7);
+  assert_int_equal(c3.load_ms, 1000);
+}
+
+static void test_spec_bare_value_is_first_key(void **state) {
+  (void)state;
+  /* Without any '=', the value is the first key's: here prob stays missing. */
+  expect_usage3(WORDS("--load '15'", "missing prob=P"), "--load", "15", NULL);
+  static const strata_option k[] = {
+      {"delay", 0, STRATA_OPT_INT, offsetof(cfg3, load_ms), NULL, "MS", 0, 100, NULL, NULL, NULL},
+      {"n", 0, STRATA_OPT_U64, offsetof(cfg3, load_n), "3", "N", 0, 0, NULL, NULL, NULL},
+      {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+  static const strata_option t[] = {
+      {"lag", 0, STRATA_OPT_SPEC, offsetof(cfg3, load), NULL, "delay=MS[,n=N]", 0, 0, NULL,
+       "a spec whose only required key is first", k},
+      {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+  strata_optgroup g = {"lag", t, &c3};
+  assert_int_equal(strata_options_defaults(&g, 1), 0);
+  char flag[] = "--lag", v[] = "42";
+  char *argv[] = {flag, v};
+  int help;
+  assert_int_equal(strata_options_parse(&g, 1, 2, argv, &help), 0);
+  assert_int_equal(c3.load_ms, 42);
+  assert_true(c3.load_n == 3);
+  char v2[] = "101";
+  argv[1] = v2;
+  assert_int_equal(strata_options_parse(&g, 1, 2, argv, &help), STRATA_EUSAGE);
+  assert_non_null(strstr(strata_err_msg(), "--lag '101': delay: must be in [0, 100]"));
+}
+
+static void test_spec_bad(void **state) {
+  (void)state;
+  /* Every message names the flag, the text and, where there is one, the key. */
+  expect_usage3(WORDS("--load 'ms=x,prob=1'", "ms:", "'x' is not an integer"), "--load",
+                "ms=x,prob=1", NULL);
+  expect_usage3(WORDS("--load 'ms=5,prob=abc'", "prob:", "not a finite number"), "--load",
+                "ms=5,prob=abc", NULL);
+  expect_usage3(WORDS("--load 'ms=5,prob=1,n=-1'", "n:", "not a non-negative integer"), "--load",
+                "ms=5,prob=1,n=-1", NULL);
+  expect_usage3(WORDS("--load 'ms=1001,prob=1'", "ms:", "[0, 1000]", "1001"), "--load",
+                "ms=1001,prob=1", NULL);
+  expect_usage3(WORDS("--load 'ms=5,prob=0'", "prob:", "(0, 1]", "got 0"), "--load",
+                "ms=5,prob=0", NULL);
+  expect_usage3(WORDS("--load 'ms=5,prob=2'", "prob:", "(0, 1]", "got 2"), "--load",
+                "ms=5,prob=2", NULL);
+  expect_usage3(WORDS("--load 'ms=5,prob=1,kind=gpu'", "kind:", "'gpu' is not one of cpu|io"),
+                "--load", "ms=5,prob=1,kind=gpu", NULL);
+  /* Unknown keys, including a prefix and a different case. */
+  expect_usage3(WORDS("--load 'ms=5,foo=3'", "unknown key 'foo'", "ms=MS,prob=P"), "--load",
+                "ms=5,foo=3", NULL);
+  expect_usage3(WORDS("unknown key 'm'"), "--load", "m=5,prob=1", NULL);
+  expect_usage3(WORDS("unknown key 'MS'"), "--load", "MS=5,prob=1", NULL);
+  expect_usage3(WORDS("unknown key ''"), "--load", "=5,ms=1,prob=1", NULL);
+  /* Missing required keys. */
+  expect_usage3(WORDS("--load 'prob=0.5'", "missing ms=MS"), "--load", "prob=0.5", NULL);
+  expect_usage3(WORDS("--load 'ms=5,kind=io'", "missing prob=P"), "--load", "ms=5,kind=io", NULL);
+  /* Items that are not key=value. */
+  expect_usage3(WORDS("--load 'ms=5,'", "'' is not key=value"), "--load", "ms=5,", NULL);
+  expect_usage3(WORDS("'prob' is not key=value"), "--load", "ms=5,prob", NULL);
+  expect_usage3(WORDS("'' is not key=value"), "--load", "ms=5,,prob=1", NULL);
+  /* An empty value and one too long to be a number. */
+  expect_usage3(WORDS("ms:", "'' is not an integer"), "--load", "ms=,prob=1", NULL);
+  char long_value[300] = "prob=1,ms=";
+  memset(long_value + strlen(long_value), '1', 200);
+  long_value[sizeof long_value - 1] = 0;
+  expect_usage3(WORDS("ms:", "too long"), "--load", long_value, NULL);
+  expect_usage3(WORDS("--load", "needs a value"), "--load", NULL);
+  /* Garbage is quoted, in the text and in the key. */
+  strata_err_clear();
+  expect_usage3(WORDS("unknown key"), "--load", GARBAGE "=1", NULL);
+  assert_quoted_msg(strata_err_msg(), "'" GARBAGE_QUOTED "'");
+}
+
+static void test_spec_bad_table(void **state) {
+  (void)state;
+  /* Keys hold numbers or enums: a string key would point into a copy. */
+  static const strata_option k[] = {
+      {"path", 0, STRATA_OPT_STRING, offsetof(cfg3, load), NULL, "P", 0, 0, NULL, NULL, NULL},
+      {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+  static const strata_option t[] = {
+      {"bad", 0, STRATA_OPT_SPEC, offsetof(cfg3, load), NULL, "path=P", 0, 0, NULL, "bad", k},
+      {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+  strata_optgroup g = {"bad", t, &c3};
+  assert_int_equal(strata_options_defaults(&g, 1), STRATA_EINVAL);
+  assert_non_null(strstr(strata_err_msg(), "--bad: path"));
+  /* A key's default outside its bounds is a bad table too. */
+  static const strata_option k2[] = {
+      {"n", 0, STRATA_OPT_INT, offsetof(cfg3, load_ms), "5", "N", 1, 3, NULL, NULL, NULL},
+      {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+  static const strata_option t2[] = {
+      {"bad", 0, STRATA_OPT_SPEC, offsetof(cfg3, load), NULL, "n=N", 0, 0, NULL, "bad", k2},
+      {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+  g.opts = t2;
+  assert_int_equal(strata_options_defaults(&g, 1), STRATA_EINVAL);
+  assert_non_null(strstr(strata_err_msg(), "default of --bad: n: must be in [1, 3]"));
+}
+
+/* group3's --help (help) or echo (!help), in a buffer to free. */
+static char *capture3(int help) {
+  mem_buf = NULL;
+  mem_len = 0;
+  FILE *f = open_memstream(&mem_buf, &mem_len);
+  assert_non_null(f);
+  if (help)
+    strata_options_help(f, &group3, 1);
+  else
+    strata_options_echo(f, "", &group3, 1);
+  fclose(f);
+  return mem_buf;
+}
+
+static void test_typed_help_and_echo(void **state) {
+  (void)state;
+  char *out = capture3(1);
+  assert_non_null(strstr(out, "--color C"));
+  assert_non_null(strstr(out, "{red|green|blue} [default: green]"));
+  assert_non_null(strstr(out, "optional int [0..9]\n"));
+  assert_non_null(strstr(out, "optional double [0..1] [default: 0.5]"));
+  assert_non_null(strstr(out, "a share above 0 (0..1] [default: 1]"));
+  assert_non_null(strstr(out, "--load ms=MS,prob=P[,kind=K,n=N]"));
+  assert_non_null(strstr(out, "(ms required [0..1000]; prob required (0..1]; kind {cpu|io} "
+                              "[default: cpu]; n [1..100] [default: 7])"));
+  free(out);
+
+  assert_int_equal(parse3("--color", "blue", "--ratio", "0.75", "--load", "prob=0.5,ms=3", NULL),
+                   0);
+  out = capture3(0);
+  assert_non_null(strstr(out, " color=blue "));
+  assert_non_null(strstr(out, " depth=- ")); /* optional, not given */
+  assert_non_null(strstr(out, " ratio=0.75 "));
+  assert_non_null(strstr(out, " nodef-ratio=- "));
+  assert_non_null(strstr(out, " load=ms=3,prob=0.5,kind=cpu,n=7\n"));
+  free(out);
+  /* A spec not given shows "-". */
+  assert_int_equal(strata_options_defaults(&group3, 1), 0);
+  out = capture3(0);
+  assert_non_null(strstr(out, " load=-\n"));
+  assert_non_null(strstr(out, " ratio=- "));
+  free(out);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_defaults_land_in_struct, setup, teardown),
@@ -501,6 +805,15 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_help_lists_bounds, setup, teardown),
       cmocka_unit_test_setup_teardown(test_echo_prints_effective_values, setup, teardown),
       cmocka_unit_test_setup_teardown(test_garbage_quoted, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_typed_defaults, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_enum, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_optional_values, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_open_min, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_spec_good, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_spec_bare_value_is_first_key, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_spec_bad, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_spec_bad_table, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_typed_help_and_echo, setup, teardown),
   };
   return cmocka_run_group_tests_name("options", tests, NULL, NULL);
 }
