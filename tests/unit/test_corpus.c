@@ -9,7 +9,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <cmocka.h>
 
@@ -18,17 +17,6 @@
 
 #include "quoted.h"
 #include "tmpfiles.h"
-
-/* The name does not end in .gz on purpose: the reader goes by content. */
-static const char *write_tmp_gz(fixture *fx, const char *content) {
-  char *path = tmp_name(fx);
-  gzFile gz = gzopen(path, "wb");
-  assert_non_null(gz);
-  size_t len = strlen(content);
-  assert_int_equal(gzwrite(gz, content, (unsigned)len), (int)len);
-  assert_int_equal(gzclose(gz), Z_OK);
-  return path;
-}
 
 /* Checks the corpus against docs given as "w w w|w|" (docs separated by '|'). */
 static void assert_docs(const strata_corpus *c, const char *spec) {
@@ -1014,12 +1002,6 @@ static void test_synth_speed(void **state) {
 }
 
 /* ---- real data (skipped when the shared data folder is absent) ------- */
-
-static int have_file(const char *path) {
-  if (access(path, R_OK) == 0) return 1;
-  print_message("%s is absent: skipping\n", path);
-  return 0;
-}
 
 static void test_uci_kos(void **state) {
   fixture *fx = *state;

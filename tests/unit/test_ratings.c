@@ -704,12 +704,6 @@ static void test_split(void **state) {
 
 /* ---- real data (skipped when the shared data folder is absent) ---------- */
 
-static int have_file(const char *path) {
-  if (access(path, R_OK) == 0) return 1;
-  print_message("%s is absent: skipping\n", path);
-  return 0;
-}
-
 static void test_movielens_100k(void **state) {
   fixture *fx = *state;
   const char *path = STRATA_SHARED_DATA "/movielens-100k/u.data";
