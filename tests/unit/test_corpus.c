@@ -287,14 +287,7 @@ static void expect_fail(const char *path, strata_corpus_format fmt, uint32_t voc
   if (rc != code)
     fail_msg("%s as format %d: got %s (%s), want %s", path, (int)fmt, strata_err_name(rc), msg,
              strata_err_name(code));
-  char where[128];
-  if (line)
-    snprintf(where, sizeof where, "%s:%zu: ", path, line);
-  else
-    snprintf(where, sizeof where, "%s: ", path);
-  if (strncmp(msg, where, strlen(where)) != 0) fail_msg("message '%s' lacks '%s'", msg, where);
-  if (needle && !strstr(msg, needle)) fail_msg("message '%s' lacks '%s'", msg, needle);
-  assert_null(strchr(msg, '\n'));
+  assert_msg_at(msg, path, line, needle);
   assert_null(c.doc_off);
   assert_null(c.word);
   assert_int_equal(c.n_tokens, 0);

@@ -82,6 +82,21 @@ static inline const char *write_tmp_gz(fixture *fx, const char *content) {
   return path;
 }
 
+/* A reader's error message msg: one line, starting "PATH:LINE: " (or
+ * "PATH: " for line 0, a whole-file message) and holding needle (unless
+ * NULL). */
+static inline void assert_msg_at(const char *msg, const char *path, size_t line,
+                                 const char *needle) {
+  char where[128];
+  if (line)
+    snprintf(where, sizeof where, "%s:%zu: ", path, line);
+  else
+    snprintf(where, sizeof where, "%s: ", path);
+  if (strncmp(msg, where, strlen(where)) != 0) fail_msg("message '%s' lacks '%s'", msg, where);
+  if (needle && !strstr(msg, needle)) fail_msg("message '%s' lacks '%s'", msg, needle);
+  assert_null(strchr(msg, '\n'));
+}
+
 /* Whether a shared data file is there; says so when it is not, before the
  * caller skips. */
 static inline int have_file(const char *path) {
