@@ -1,7 +1,6 @@
 #define _GNU_SOURCE
 #include "strata/corpus.h"
 
-#include <ctype.h>
 #include <limits.h>
 #include <math.h>
 #include <stddef.h>
@@ -11,39 +10,6 @@
 #include "strata/core.h"
 #include "apps/common/lines.h"
 #include "apps/common/spec.h"
-
-/* ---- fields and numbers ---------------------------------------------- */
-
-/* Every content error is STRATA_EPARSE, as corpus.h promises. */
-static int scan_int(const strata__lines *rd, const char *what, const char *p, const char *e,
-                    int64_t *out) {
-  int why = strata__scan_i64(p, e, out);
-  if (why == STRATA__NUM_OK) return 0;
-  char q[STRATA_QUOTE_SIZE];
-  strata_quote(q, sizeof q, p, (size_t)(e - p));
-  if (why == STRATA__NUM_OVERFLOW)
-    return strata_err_set(STRATA_EPARSE, "%s:%zu: %s '%s' %s", rd->path, rd->lineno, what, q,
-                          strata__overflow_why(p, e));
-  return strata_err_set(STRATA_EPARSE, "%s:%zu: %s '%s' is not an integer", rd->path, rd->lineno,
-                        what, q);
-}
-
-/* ---- growable arrays ------------------------------------------------- */
-
-/* Grows *p (elements of size sz, capacity *cap) to hold at least need,
- * doubling but never past limit (need <= limit). */
-static int grow(void **p, size_t *cap, size_t need, size_t limit, size_t sz) {
-  if (need <= *cap) return 0;
-  size_t c = *cap ? *cap : 1024;
-  while (c < need) c = c > SIZE_MAX / 2 ? SIZE_MAX : c * 2;
-  if (c > limit) c = limit;
-  if (c < need || c > SIZE_MAX / sz) return STRATA_ENOMEM;
-  void *q = strata_realloc(*p, c * sz);
-  if (!q) return STRATA_ENOMEM;
-  *p = q;
-  *cap = c;
-  return 0;
-}
 
 /* ---- formats --------------------------------------------------------- */
 
@@ -136,7 +102,9 @@ static int read_uci(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
                             rd->path, rd->lineno, uci_header_names[n_head], nf);
         goto fail;
       }
-      if ((rc = scan_int(rd, uci_header_names[n_head], f[0][0], f[0][1], &head[n_head]))) goto fail;
+      if ((rc = strata__lines_scan_i64(rd, uci_header_names[n_head], f[0][0], f[0][1],
+                                       &head[n_head])))
+        goto fail;
       if (head[n_head] < 0 || (n_head < 2 && head[n_head] > (int64_t)UINT32_MAX - 1)) {
         rc = strata_err_set(STRATA_EPARSE, "%s:%zu: %s %lld out of range 0..%u", rd->path,
                             rd->lineno, uci_header_names[n_head], (long long)head[n_head],
@@ -157,9 +125,9 @@ static int read_uci(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
       goto fail;
     }
     int64_t d, w, k;
-    if ((rc = scan_int(rd, "docID", f[0][0], f[0][1], &d)) ||
-        (rc = scan_int(rd, "wordID", f[1][0], f[1][1], &w)) ||
-        (rc = scan_int(rd, "count", f[2][0], f[2][1], &k)))
+    if ((rc = strata__lines_scan_i64(rd, "docID", f[0][0], f[0][1], &d)) ||
+        (rc = strata__lines_scan_i64(rd, "wordID", f[1][0], f[1][1], &w)) ||
+        (rc = strata__lines_scan_i64(rd, "count", f[2][0], f[2][1], &k)))
       goto fail;
     if (d < 1 || d > head[0]) {
       rc = strata_err_set(STRATA_EPARSE, "%s:%zu: docID %lld out of range 1..%lld", rd->path,
@@ -187,7 +155,7 @@ static int read_uci(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
       goto fail;
     }
     /* Never past NNZ: more entries are an error anyway. */
-    if (grow((void **)&ent, &cap, n_ent + 1, (size_t)head[2], sizeof *ent)) {
+    if (strata__grow((void **)&ent, &cap, n_ent + 1, (size_t)head[2], sizeof *ent)) {
       rc = strata_err_set(STRATA_ENOMEM, "%s:%zu: out of memory for %zu entries", rd->path,
                           rd->lineno, n_ent + 1);
       goto fail;
@@ -264,7 +232,7 @@ static int read_ldac(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
   const char *line;
   size_t len;
 
-  if (grow((void **)&c->doc_off, &off_cap, 1, SIZE_MAX, sizeof *c->doc_off)) goto nomem;
+  if (strata__grow((void **)&c->doc_off, &off_cap, 1, SIZE_MAX, sizeof *c->doc_off)) goto nomem;
   c->doc_off[0] = 0;
   while ((rc = strata__lines_next(rd, &line, &len)) > 0) {
     if (strata_field_blank(line, line + len)) {
@@ -287,7 +255,7 @@ static int read_ldac(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
     const char *s = line, *e = line + len, *fp = line, *fe = line;
     int64_t npairs;
     strata_field_next(&s, e, &fp, &fe);
-    if ((rc = scan_int(rd, "pair count", fp, fe, &npairs))) goto fail;
+    if ((rc = strata__lines_scan_i64(rd, "pair count", fp, fe, &npairs))) goto fail;
     if (npairs < 0) {
       rc = strata_err_set(STRATA_EPARSE, "%s:%zu: negative pair count %lld", rd->path, rd->lineno,
                           (long long)npairs);
@@ -305,8 +273,8 @@ static int read_ldac(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
         goto fail;
       }
       int64_t id, k;
-      if ((rc = scan_int(rd, "word id", fp, colon, &id)) ||
-          (rc = scan_int(rd, "count", colon + 1, fe, &k)))
+      if ((rc = strata__lines_scan_i64(rd, "word id", fp, colon, &id)) ||
+          (rc = strata__lines_scan_i64(rd, "count", colon + 1, fe, &k)))
         goto fail;
       if (id < 0) {
         rc = strata_err_set(STRATA_EPARSE, "%s:%zu: negative word id %lld", rd->path, rd->lineno,
@@ -330,7 +298,7 @@ static int read_ldac(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
                             rd->path, rd->lineno, (long long)k, (long long)id);
         goto fail;
       }
-      if (grow((void **)&c->word, &word_cap, n_tok + (size_t)k, SIZE_MAX, sizeof *c->word))
+      if (strata__grow((void **)&c->word, &word_cap, n_tok + (size_t)k, SIZE_MAX, sizeof *c->word))
         goto nomem;
       for (int64_t j = 0; j < k; j++) c->word[n_tok++] = (uint32_t)id;
       if (id > max_id) max_id = id;
@@ -340,7 +308,8 @@ static int read_ldac(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
                           rd->path, rd->lineno, (long long)npairs, (long long)seen);
       goto fail;
     }
-    if (grow((void **)&c->doc_off, &off_cap, (size_t)n_docs + 2, SIZE_MAX, sizeof *c->doc_off))
+    if (strata__grow((void **)&c->doc_off, &off_cap, (size_t)n_docs + 2, SIZE_MAX,
+                     sizeof *c->doc_off))
       goto nomem;
     c->doc_off[++n_docs] = n_tok;
   }
@@ -433,7 +402,7 @@ int strata_vocab_read(const char *path, strata_vocab *v) {
       goto fail;
     }
     char *w = NULL;
-    if (grow((void **)&v->words, &cap, (size_t)v->n + 1, SIZE_MAX, sizeof *v->words) ||
+    if (strata__grow((void **)&v->words, &cap, (size_t)v->n + 1, SIZE_MAX, sizeof *v->words) ||
         !(w = strata_malloc(len + 1))) {
       rc = strata_err_set(STRATA_ENOMEM, "%s:%zu: out of memory for %u words", path, rd.lineno,
                           v->n + 1);

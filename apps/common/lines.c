@@ -1,10 +1,13 @@
 /*
- * The line reader of apps/common/lines.h, over zlib.
+ * The line reader of apps/common/lines.h, over zlib, and its number and
+ * array helpers.
  */
 #include "apps/common/lines.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -122,4 +125,77 @@ int strata__lines_next(strata__lines *rd, const char **line, size_t *len) {
       rd->eof = 1;
     }
   }
+}
+
+int strata__lines_scan_i64(const strata__lines *rd, const char *what, const char *p,
+                           const char *e, int64_t *out) {
+  int why = strata__scan_i64(p, e, out);
+  if (why == STRATA__NUM_OK) return 0;
+  char q[STRATA_QUOTE_SIZE];
+  strata_quote(q, sizeof q, p, (size_t)(e - p));
+  if (why == STRATA__NUM_OVERFLOW)
+    return strata_err_set(STRATA_EPARSE, "%s:%zu: %s '%s' %s", rd->path, rd->lineno, what, q,
+                          strata__overflow_why(p, e));
+  return strata_err_set(STRATA_EPARSE, "%s:%zu: %s '%s' is not an integer", rd->path, rd->lineno,
+                        what, q);
+}
+
+static const double pow10_exact[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                     1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                     1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* Plain decimals ("4", "3.5", "-0.25") take the fast path: with at most 15
+ * significant digits the mantissa and the power of ten are both exact
+ * doubles, so one IEEE division gives the correctly rounded result strtod
+ * would. Anything else (exponents, nan, inf, long mantissas) goes to strtod
+ * on a NUL-terminated copy. */
+int strata__scan_f64(const char *p, const char *e, double *out) {
+  const char *s = p;
+  int neg = 0;
+  if (s < e && (*s == '+' || *s == '-')) neg = *s++ == '-';
+  uint64_t mant = 0;
+  int digits = 0, frac = 0, any = 0;
+  while (s < e && (unsigned)(*s - '0') <= 9) {
+    mant = mant * 10 + (unsigned)(*s++ - '0');
+    if (mant) digits++;
+    any = 1;
+  }
+  if (s < e && *s == '.') {
+    s++;
+    while (s < e && (unsigned)(*s - '0') <= 9) {
+      mant = mant * 10 + (unsigned)(*s++ - '0');
+      if (mant) digits++;
+      frac++;
+      any = 1;
+    }
+  }
+  if (s == e && any && digits <= 15 && frac <= 22) {
+    double v = (double)mant / pow10_exact[frac];
+    *out = neg ? -v : v;
+    return STRATA__NUM_OK;
+  }
+  char tmp[128];
+  size_t n = (size_t)(e - p);
+  if (n == 0 || n >= sizeof tmp) return STRATA__NUM_BAD;
+  memcpy(tmp, p, n);
+  tmp[n] = '\0';
+  /* strtod skips leading white space, which would hide garbage such as a
+   * stray CR inside the line. */
+  if (isspace((unsigned char)tmp[0])) return STRATA__NUM_BAD;
+  char *end;
+  *out = strtod(tmp, &end);
+  return end == tmp + n ? STRATA__NUM_OK : STRATA__NUM_BAD;
+}
+
+int strata__grow(void **p, size_t *cap, size_t need, size_t limit, size_t sz) {
+  if (need <= *cap) return 0;
+  size_t c = *cap ? *cap : 1024;
+  while (c < need) c = c > SIZE_MAX / 2 ? SIZE_MAX : c * 2;
+  if (c > limit) c = limit;
+  if (c < need || c > SIZE_MAX / sz) return STRATA_ENOMEM;
+  void *q = strata_realloc(*p, c * sz);
+  if (!q) return STRATA_ENOMEM;
+  *p = q;
+  *cap = c;
+  return 0;
 }

@@ -1,6 +1,7 @@
 /*
- * A line reader for the data readers (ratings.c, corpus.c) and the MF model
- * loader (apps/mf/model.c), internal to the apps. Files are read through
+ * A line reader, with the number scanning and array growth the data readers
+ * share, for the data readers (ratings.c, corpus.c, libsvm.c) and the MF
+ * model loader (apps/mf/model.c), internal to the apps. Files are read through
  * zlib, which passes plain files through unchanged, so every reader takes
  * gzip-compressed input too, whatever the file's name says. Lines may be of
  * any length; CR LF endings lose the CR.
@@ -62,5 +63,23 @@ static inline const char *strata__overflow_why(const char *p, const char *e) {
   return p < e && *p == '-' ? "is below the smallest supported, -9223372036854775808 (-2^63)"
                             : "is above the largest supported, 9223372036854775807 (2^63 - 1)";
 }
+
+/* strata__scan_i64 on a field of the line rd last returned: 0, or
+ * STRATA_EPARSE with the message "PATH:LINE: WHAT 'FIELD' is not an
+ * integer" (or, beyond int64_t, the limit it passes), the field quoted. */
+int strata__lines_scan_i64(const strata__lines *rd, const char *what, const char *p,
+                           const char *e, int64_t *out);
+
+/* The whole of [p, e) must be one number as strtod reads it (no leading
+ * blanks, no NUL terminator needed). NaN and infinities are numbers here:
+ * callers that want finite values check. STRATA__NUM_OK or
+ * STRATA__NUM_BAD. */
+int strata__scan_f64(const char *p, const char *e, double *out);
+
+/* Grows *p (elements of size sz, capacity *cap) to hold at least need,
+ * doubling but never past limit (need <= limit). 0, or STRATA_ENOMEM with
+ * *p and *cap unchanged (also when need elements of sz bytes would not fit
+ * in a size_t). */
+int strata__grow(void **p, size_t *cap, size_t need, size_t limit, size_t sz);
 
 #endif

@@ -1,7 +1,6 @@
 #define _GNU_SOURCE
 #include "strata/ratings.h"
 
-#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,56 +221,6 @@ int strata_ratings_duplicate(strata_ratings *rs, int copies, uint32_t n_users, u
   return 0;
 }
 
-/* ---- number scanning --------------------------------------------------- */
-
-
-static const double pow10_exact[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                     1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                     1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-
-/* Plain decimals ("4", "3.5", "-0.25") take the fast path: with at most 15
- * significant digits the mantissa and the power of ten are both exact
- * doubles, so one IEEE division gives the correctly rounded result strtod
- * would. Anything else (exponents, nan, inf, long mantissas) goes to strtod
- * on a NUL-terminated copy. */
-static int scan_f64(const char *p, const char *e, double *out) {
-  const char *s = p;
-  int neg = 0;
-  if (s < e && (*s == '+' || *s == '-')) neg = *s++ == '-';
-  uint64_t mant = 0;
-  int digits = 0, frac = 0, any = 0;
-  while (s < e && (unsigned)(*s - '0') <= 9) {
-    mant = mant * 10 + (unsigned)(*s++ - '0');
-    if (mant) digits++;
-    any = 1;
-  }
-  if (s < e && *s == '.') {
-    s++;
-    while (s < e && (unsigned)(*s - '0') <= 9) {
-      mant = mant * 10 + (unsigned)(*s++ - '0');
-      if (mant) digits++;
-      frac++;
-      any = 1;
-    }
-  }
-  if (s == e && any && digits <= 15 && frac <= 22) {
-    double v = (double)mant / pow10_exact[frac];
-    *out = neg ? -v : v;
-    return STRATA__NUM_OK;
-  }
-  char tmp[128];
-  size_t n = (size_t)(e - p);
-  if (n == 0 || n >= sizeof tmp) return STRATA__NUM_BAD;
-  memcpy(tmp, p, n);
-  tmp[n] = '\0';
-  /* strtod skips leading white space, which would hide garbage such as a
-   * stray CR inside the line. */
-  if (isspace((unsigned char)tmp[0])) return STRATA__NUM_BAD;
-  char *end;
-  *out = strtod(tmp, &end);
-  return end == tmp + n ? STRATA__NUM_OK : STRATA__NUM_BAD;
-}
-
 /* ---- per-format line parsing ------------------------------------------ */
 
 typedef struct {
@@ -364,7 +313,7 @@ static int scan_id(const read_ctx *c, size_t line, const char *what, field f, in
 static int scan_value(const read_ctx *c, size_t line, const char *what, field f, float *value) {
   double v;
   char q[STRATA_QUOTE_SIZE];
-  if (scan_f64(f.p, f.e, &v) != STRATA__NUM_OK)
+  if (strata__scan_f64(f.p, f.e, &v) != STRATA__NUM_OK)
     return strata_err_set(STRATA_EPARSE, "%s:%zu: %s '%s' is not a number", c->path, line, what,
                           strata_quote(q, sizeof q, f.p, (size_t)(f.e - f.p)));
   /* Finite as a double can still overflow the stored float. */
@@ -554,7 +503,7 @@ static int parse_line(read_ctx *c, size_t line, const char *s, size_t n) {
         double v;
         /* Headers name their columns; a numeric first field is already data,
          * and a malformed one ("1.5", "-3") should be reported, not skipped. */
-        if (scan_f64(f[0].p, f[0].e, &v) != STRATA__NUM_OK) return 0;
+        if (strata__scan_f64(f[0].p, f[0].e, &v) != STRATA__NUM_OK) return 0;
       }
       return triple_line(c, line, f, nf);
     }

@@ -9,7 +9,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <cmocka.h>
 
@@ -18,17 +17,6 @@
 
 #include "quoted.h"
 #include "tmpfiles.h"
-
-/* The name does not end in .gz on purpose: the reader goes by content. */
-static const char *write_tmp_gz(fixture *fx, const char *content) {
-  char *path = tmp_name(fx);
-  gzFile gz = gzopen(path, "wb");
-  assert_non_null(gz);
-  size_t len = strlen(content);
-  assert_int_equal(gzwrite(gz, content, (unsigned)len), (int)len);
-  assert_int_equal(gzclose(gz), Z_OK);
-  return path;
-}
 
 /* Checks the corpus against docs given as "w w w|w|" (docs separated by '|'). */
 static void assert_docs(const strata_corpus *c, const char *spec) {
@@ -299,14 +287,7 @@ static void expect_fail(const char *path, strata_corpus_format fmt, uint32_t voc
   if (rc != code)
     fail_msg("%s as format %d: got %s (%s), want %s", path, (int)fmt, strata_err_name(rc), msg,
              strata_err_name(code));
-  char where[128];
-  if (line)
-    snprintf(where, sizeof where, "%s:%zu: ", path, line);
-  else
-    snprintf(where, sizeof where, "%s: ", path);
-  if (strncmp(msg, where, strlen(where)) != 0) fail_msg("message '%s' lacks '%s'", msg, where);
-  if (needle && !strstr(msg, needle)) fail_msg("message '%s' lacks '%s'", msg, needle);
-  assert_null(strchr(msg, '\n'));
+  assert_msg_at(msg, path, line, needle);
   assert_null(c.doc_off);
   assert_null(c.word);
   assert_int_equal(c.n_tokens, 0);
@@ -1014,12 +995,6 @@ static void test_synth_speed(void **state) {
 }
 
 /* ---- real data (skipped when the shared data folder is absent) ------- */
-
-static int have_file(const char *path) {
-  if (access(path, R_OK) == 0) return 1;
-  print_message("%s is absent: skipping\n", path);
-  return 0;
-}
 
 static void test_uci_kos(void **state) {
   fixture *fx = *state;

@@ -331,14 +331,7 @@ static void expect_fail(const char *path, strata_format fmt, int code, size_t li
   if (rc != code)
     fail_msg("%s as %s: got %s (%s), want %s", path, strata_format_name(fmt), strata_err_name(rc),
              msg, strata_err_name(code));
-  char where[128];
-  if (line)
-    snprintf(where, sizeof where, "%s:%zu: ", path, line);
-  else
-    snprintf(where, sizeof where, "%s: ", path);
-  if (strncmp(msg, where, strlen(where)) != 0) fail_msg("message '%s' lacks '%s'", msg, where);
-  if (needle && !strstr(msg, needle)) fail_msg("message '%s' lacks '%s'", msg, needle);
-  assert_null(strchr(msg, '\n'));
+  assert_msg_at(msg, path, line, needle);
   assert_null(rs.r);
   assert_null(rs.users);
   assert_null(rs.items);
@@ -703,12 +696,6 @@ static void test_split(void **state) {
 }
 
 /* ---- real data (skipped when the shared data folder is absent) ---------- */
-
-static int have_file(const char *path) {
-  if (access(path, R_OK) == 0) return 1;
-  print_message("%s is absent: skipping\n", path);
-  return 0;
-}
 
 static void test_movielens_100k(void **state) {
   fixture *fx = *state;

@@ -1,7 +1,8 @@
 /*
  * The fixture of the reader tests: like leakcheck.h (no error message or
  * armed allocation failure at the start, every byte given back at the end),
- * plus temporary files that teardown removes. Include after cmocka.h.
+ * plus temporary files that teardown removes, and the check that skips a
+ * test when the shared data is absent. Include after cmocka.h.
  */
 #ifndef STRATA_TEST_TMPFILES_H
 #define STRATA_TEST_TMPFILES_H
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "strata/core.h"
 #include "strata/error.h"
@@ -66,6 +68,41 @@ static inline const char *write_tmp_len(fixture *fx, const char *content, size_t
 
 static inline const char *write_tmp(fixture *fx, const char *content) {
   return write_tmp_len(fx, content, strlen(content));
+}
+
+/* The same, gzip-compressed. The name does not end in .gz on purpose: the
+ * readers go by content. */
+static inline const char *write_tmp_gz(fixture *fx, const char *content) {
+  char *path = tmp_name(fx);
+  gzFile gz = gzopen(path, "wb");
+  assert_non_null(gz);
+  size_t len = strlen(content);
+  assert_int_equal(gzwrite(gz, content, (unsigned)len), (int)len);
+  assert_int_equal(gzclose(gz), Z_OK);
+  return path;
+}
+
+/* A reader's error message msg: one line, starting "PATH:LINE: " (or
+ * "PATH: " for line 0, a whole-file message) and holding needle (unless
+ * NULL). */
+static inline void assert_msg_at(const char *msg, const char *path, size_t line,
+                                 const char *needle) {
+  char where[128];
+  if (line)
+    snprintf(where, sizeof where, "%s:%zu: ", path, line);
+  else
+    snprintf(where, sizeof where, "%s: ", path);
+  if (strncmp(msg, where, strlen(where)) != 0) fail_msg("message '%s' lacks '%s'", msg, where);
+  if (needle && !strstr(msg, needle)) fail_msg("message '%s' lacks '%s'", msg, needle);
+  assert_null(strchr(msg, '\n'));
+}
+
+/* Whether a shared data file is there; says so when it is not, before the
+ * caller skips. */
+static inline int have_file(const char *path) {
+  if (access(path, R_OK) == 0) return 1;
+  print_message("%s is absent: skipping\n", path);
+  return 0;
 }
 
 #endif
