@@ -48,9 +48,11 @@ typedef struct lb_endpoint {
   lb_list inflight; /* sent to this rank, not arrived, in send order */
   lb_list arrived;  /* arrived and matched by no receive, in arrival order */
   lb_slot *slots;
-  int n_slots, cap_slots, free_slot;
+  int n_slots, free_slot;
+  size_t cap_slots;
   int *posted; /* receive slots waiting for a message, in posting order */
-  int n_posted, cap_posted;
+  int n_posted;
+  size_t cap_posted;
   lb_msg **batch; /* scratch for the messages arriving in one call */
   int cap_batch;
 } lb_endpoint;
@@ -86,8 +88,8 @@ static uint64_t draw_delay(lb_endpoint *e) {
 
 static int slot_new(lb_endpoint *e, int *out) {
   if (e->free_slot < 0) {
-    if (e->n_slots == e->cap_slots) {
-      lb_slot *v = strata_grow(e->slots, e->n_slots, &e->cap_slots, 16, sizeof *v);
+    if ((size_t)e->n_slots == e->cap_slots) {
+      lb_slot *v = strata_grow(e->slots, (size_t)e->n_slots + 1, &e->cap_slots, SIZE_MAX, sizeof *v);
       if (!v) return strata_err_set(STRATA_ENOMEM, "loopback: out of memory for a request");
       e->slots = v;
     }
@@ -265,8 +267,8 @@ static int lb_irecv(void *impl, void *buf, size_t len, int src, int tag, strata_
     land(e, i, m);
     goto out;
   }
-  if (e->n_posted == e->cap_posted) {
-    int *v = strata_grow(e->posted, e->n_posted, &e->cap_posted, 16, sizeof *v);
+  if ((size_t)e->n_posted == e->cap_posted) {
+    int *v = strata_grow(e->posted, (size_t)e->n_posted + 1, &e->cap_posted, SIZE_MAX, sizeof *v);
     if (!v) {
       slot_release(e, i);
       req->h = 0;

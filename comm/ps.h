@@ -95,7 +95,8 @@ typedef struct ps_snapshot {
   float *vals;  /* n_local rows; local row l is global row me + P * l */
   int32_t clock;
   void **held;  /* UPDATE messages stamped >= clock, as received (owned) */
-  int n_held, cap_held;
+  int n_held;
+  size_t cap_held;
 } ps_snapshot;
 
 /* Starts at clock 0 with vals (n_local * row_len floats, copied).
@@ -121,7 +122,8 @@ typedef struct ps_read {
 
 typedef struct ps_pending {
   ps_read *v;
-  int n, cap;
+  int n;
+  size_t cap;
 } ps_pending;
 
 /* Queues a read (rows copied). STRATA_ENOMEM. */

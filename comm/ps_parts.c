@@ -71,7 +71,7 @@ void ps_snapshot_free(ps_snapshot *s) {
 }
 
 int ps_snapshot_hold(ps_snapshot *s, void *update) {
-  void **v = strata_grow(s->held, s->n_held, &s->cap_held, 8, sizeof *v);
+  void **v = strata_grow(s->held, (size_t)s->n_held + 1, &s->cap_held, SIZE_MAX, sizeof *v);
   if (!v) return strata_err_set(STRATA_ENOMEM, "table: out of memory holding a batch");
   s->held = v;
   s->held[s->n_held++] = update;
@@ -175,7 +175,7 @@ void ps_oplog_clear(ps_oplog *o) {
 }
 
 int ps_pending_add(ps_pending *q, int client, int32_t min_age, const uint32_t *rows, uint32_t n) {
-  ps_read *v = strata_grow(q->v, q->n, &q->cap, 8, sizeof *v);
+  ps_read *v = strata_grow(q->v, (size_t)q->n + 1, &q->cap, SIZE_MAX, sizeof *v);
   if (!v) return strata_err_set(STRATA_ENOMEM, "table: out of memory queueing a read");
   q->v = v;
   uint32_t *copy = strata_malloc((n ? n : 1) * sizeof *copy);

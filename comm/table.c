@@ -28,7 +28,8 @@ typedef struct kept {
 
 typedef struct keptq {
   kept *v;
-  int n, cap;
+  int n;
+  size_t cap;
 } keptq;
 
 /* A snapshot this client asked for: rows land in out as they arrive. */
@@ -65,7 +66,8 @@ struct strata_table {
   uint32_t **acc_list, *n_acc;
   int fins;
   snapwait *snaps;
-  int n_snaps, cap_snaps;
+  int n_snaps;
+  size_t cap_snaps;
   /* server */
   uint32_t n_local; /* rows g = me + P * l */
   float *vals;
@@ -636,9 +638,9 @@ int strata_table_clock(strata_table *tb) {
       /* Keep a copy until the shard confirms it (read-my-writes). */
       keptq *q = &tb->kept[X];
       void *copy = strata_malloc(len);
-      kept *v = strata_grow(q->v, q->n, &q->cap, 4, sizeof *v);
+      kept *v = strata_grow(q->v, (size_t)q->n + 1, &q->cap, SIZE_MAX, sizeof *v);
       if (v) q->v = v;
-      if (!copy || q->n == q->cap) {
+      if (!copy || (size_t)q->n == q->cap) {
         strata_free(copy);
         strata_free(m);
         return fail(tb, strata_err_set(STRATA_ENOMEM, "table: out of memory keeping a batch"));
@@ -674,7 +676,7 @@ int strata_table_snapshot_request(strata_table *tb, const uint32_t *rows, uint32
     if (rows[i] >= tb->c.n_rows)
       return strata_err_set(STRATA_ERANGE, "table: row %u out of range (table has %u rows)", rows[i],
                             tb->c.n_rows);
-  snapwait *v = strata_grow(tb->snaps, tb->n_snaps, &tb->cap_snaps, 4, sizeof *v);
+  snapwait *v = strata_grow(tb->snaps, (size_t)tb->n_snaps + 1, &tb->cap_snaps, SIZE_MAX, sizeof *v);
   if (!v) return fail(tb, strata_err_set(STRATA_ENOMEM, "table: out of memory for a snapshot"));
   tb->snaps = v;
   int32_t id = tb->clock + 1;

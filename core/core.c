@@ -297,12 +297,13 @@ int strata_field_blank(const char *s, const char *e) {
   return 1;
 }
 
-void *strata_grow(void *p, int n, int *cap, int first, size_t size) {
-  if (n < *cap) return p;
-  if (*cap > INT_MAX / 2) return NULL;
-  int c = *cap ? 2 * *cap : first;
-  if (size && (size_t)c > SIZE_MAX / size) return NULL;
-  void *q = strata_realloc(p, (size_t)c * size);
+void *strata_grow(void *p, size_t need, size_t *cap, size_t limit, size_t size) {
+  if (need <= *cap) return p;
+  size_t c = *cap ? *cap : 16;
+  while (c < need) c = c > SIZE_MAX / 2 ? SIZE_MAX : c * 2;
+  if (c > limit) c = limit;
+  if (c < need || (size && c > SIZE_MAX / size)) return NULL;
+  void *q = strata_realloc(p, c * size);
   if (q) *cap = c;
   return q;
 }

@@ -17,7 +17,8 @@
 /* A growing set of outstanding requests the coordinator waits on at once. */
 typedef struct reqset {
   strata_req *r;
-  int n, cap;
+  int n;
+  size_t cap;
 } reqset;
 
 typedef struct coord {
@@ -36,7 +37,7 @@ typedef struct coord {
 
 /* A fresh null slot at the end of the set, or NULL when memory runs out. */
 static strata_req *reqset_next(reqset *s) {
-  strata_req *nr = strata_grow(s->r, s->n, &s->cap, 64, sizeof *nr);
+  strata_req *nr = strata_grow(s->r, (size_t)s->n + 1, &s->cap, SIZE_MAX, sizeof *nr);
   if (!nr) return NULL;
   s->r = nr;
   s->r[s->n] = (strata_req){0};

@@ -55,9 +55,11 @@ typedef struct psw {
   size_t *res_off;     /* per resident block: offset into pending.res, or SIZE_MAX */
   size_t res_len;      /* bytes of the resident copies */
   pending *q;          /* waiting passes, oldest first: q[0..n_q) */
-  int n_q, cap_q;
+  int n_q;
+  size_t cap_q;
   float **pool;        /* spare snapshot buffers (rows, then res) */
-  int n_pool, cap_pool;
+  int n_pool;
+  size_t cap_pool;
   int32_t snap_id;     /* snapshot asked for in this pass, 0 none */
   float *snap_rows;
   double scored_s;     /* time spent scoring earlier passes during this one */
@@ -202,7 +204,7 @@ static float *take_buffer(psw *p) {
 
 static void give_buffer(psw *p, float *b) {
   if (!b) return;
-  float **v = strata_grow(p->pool, p->n_pool, &p->cap_pool, 4, sizeof *v);
+  float **v = strata_grow(p->pool, (size_t)p->n_pool + 1, &p->cap_pool, SIZE_MAX, sizeof *v);
   if (!v) {
     strata_free(b);
     return;
@@ -303,7 +305,7 @@ static int drain(psw *p, int wait) {
  * copying the resident blocks scoring reads unless it can be scored now. */
 static int queue_pass(psw *p, const pass_report *rep, int last) {
   strata__worker *w = p->w;
-  pending *v = strata_grow(p->q, p->n_q, &p->cap_q, 4, sizeof *v);
+  pending *v = strata_grow(p->q, (size_t)p->n_q + 1, &p->cap_q, SIZE_MAX, sizeof *v);
   if (!v) return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
   p->q = v;
   pending *e = &p->q[p->n_q++];

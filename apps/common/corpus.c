@@ -155,7 +155,7 @@ static int read_uci(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
       goto fail;
     }
     /* Never past NNZ: more entries are an error anyway. */
-    if (strata__grow((void **)&ent, &cap, n_ent + 1, (size_t)head[2], sizeof *ent)) {
+    if (STRATA__GROW(ent, n_ent + 1, &cap, (size_t)head[2])) {
       rc = strata_err_set(STRATA_ENOMEM, "%s:%zu: out of memory for %zu entries", rd->path,
                           rd->lineno, n_ent + 1);
       goto fail;
@@ -232,7 +232,7 @@ static int read_ldac(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
   const char *line;
   size_t len;
 
-  if (strata__grow((void **)&c->doc_off, &off_cap, 1, SIZE_MAX, sizeof *c->doc_off)) goto nomem;
+  if (STRATA__GROW(c->doc_off, 1, &off_cap, SIZE_MAX)) goto nomem;
   c->doc_off[0] = 0;
   while ((rc = strata__lines_next(rd, &line, &len)) > 0) {
     if (strata_field_blank(line, line + len)) {
@@ -298,7 +298,7 @@ static int read_ldac(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
                             rd->path, rd->lineno, (long long)k, (long long)id);
         goto fail;
       }
-      if (strata__grow((void **)&c->word, &word_cap, n_tok + (size_t)k, SIZE_MAX, sizeof *c->word))
+      if (STRATA__GROW(c->word, n_tok + (size_t)k, &word_cap, SIZE_MAX))
         goto nomem;
       for (int64_t j = 0; j < k; j++) c->word[n_tok++] = (uint32_t)id;
       if (id > max_id) max_id = id;
@@ -308,8 +308,7 @@ static int read_ldac(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
                           rd->path, rd->lineno, (long long)npairs, (long long)seen);
       goto fail;
     }
-    if (strata__grow((void **)&c->doc_off, &off_cap, (size_t)n_docs + 2, SIZE_MAX,
-                     sizeof *c->doc_off))
+    if (STRATA__GROW(c->doc_off, (size_t)n_docs + 2, &off_cap, SIZE_MAX))
       goto nomem;
     c->doc_off[++n_docs] = n_tok;
   }
@@ -402,7 +401,7 @@ int strata_vocab_read(const char *path, strata_vocab *v) {
       goto fail;
     }
     char *w = NULL;
-    if (strata__grow((void **)&v->words, &cap, (size_t)v->n + 1, SIZE_MAX, sizeof *v->words) ||
+    if (STRATA__GROW(v->words, (size_t)v->n + 1, &cap, SIZE_MAX) ||
         !(w = strata_malloc(len + 1))) {
       rc = strata_err_set(STRATA_ENOMEM, "%s:%zu: out of memory for %u words", path, rd.lineno,
                           v->n + 1);

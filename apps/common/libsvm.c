@@ -58,7 +58,7 @@ static int add_label(reader *r, int64_t label) {
   const strata_libsvm_opts *o = r->o;
   size_t need = r->n_rows + 1;
   if (!o->class_label) {
-    if (strata__grow((void **)&r->raw, &r->label_cap, need, SIZE_MAX, sizeof *r->raw))
+    if (STRATA__GROW(r->raw, need, &r->label_cap, SIZE_MAX))
       return nomem(r);
     r->raw[r->n_rows] = label;
     return 0;
@@ -71,7 +71,7 @@ static int add_label(reader *r, int64_t label) {
                           r->rd.path, r->rd.lineno, (long long)label, o->n_classes,
                           (long long)o->class_label[0],
                           (long long)o->class_label[o->n_classes - 1]);
-  if (strata__grow((void **)&r->d->label, &r->label_cap, need, SIZE_MAX, sizeof *r->d->label))
+  if (STRATA__GROW(r->d->label, need, &r->label_cap, SIZE_MAX))
     return nomem(r);
   r->d->label[r->n_rows] = (uint32_t)j;
   return 0;
@@ -131,8 +131,8 @@ static int add_feature(reader *r, const char *p, const char *e, uint32_t *prev) 
                           line, strata_quote(q, sizeof q, vp, (size_t)(e - vp)), (long long)idx);
 
   size_t need = r->nnz + 1;
-  if (strata__grow((void **)&r->d->col, &r->col_cap, need, SIZE_MAX, sizeof *r->d->col) ||
-      strata__grow((void **)&r->d->val, &r->val_cap, need, SIZE_MAX, sizeof *r->d->val))
+  if (STRATA__GROW(r->d->col, need, &r->col_cap, SIZE_MAX) ||
+      STRATA__GROW(r->d->val, need, &r->val_cap, SIZE_MAX))
     return nomem(r);
   r->d->col[r->nnz] = (uint32_t)(idx - 1);
   r->d->val[r->nnz] = (float)v;
@@ -161,8 +161,7 @@ static int read_line(reader *r, const char *s, const char *e) {
   uint32_t prev = 0;
   while (strata_field_next(&s, e, &fp, &fe))
     if ((rc = add_feature(r, fp, fe, &prev))) return rc;
-  if (strata__grow((void **)&r->d->row_off, &r->off_cap, r->n_rows + 2, SIZE_MAX,
-                   sizeof *r->d->row_off))
+  if (STRATA__GROW(r->d->row_off, r->n_rows + 2, &r->off_cap, SIZE_MAX))
     return nomem(r);
   r->d->row_off[++r->n_rows] = r->nnz;
   return 0;
@@ -223,7 +222,7 @@ int strata_libsvm_read(const char *path, const strata_libsvm_opts *o, strata_lib
   int rc = check_opts(path, r.o);
   if (rc) return rc;
   if ((rc = strata__lines_open(&r.rd, path))) return rc;
-  if (strata__grow((void **)&out->row_off, &r.off_cap, 1, SIZE_MAX, sizeof *out->row_off)) {
+  if (STRATA__GROW(out->row_off, 1, &r.off_cap, SIZE_MAX)) {
     rc = nomem(&r);
     goto fail;
   }

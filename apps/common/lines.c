@@ -187,15 +187,3 @@ int strata__scan_f64(const char *p, const char *e, double *out) {
   return end == tmp + n ? STRATA__NUM_OK : STRATA__NUM_BAD;
 }
 
-int strata__grow(void **p, size_t *cap, size_t need, size_t limit, size_t sz) {
-  if (need <= *cap) return 0;
-  size_t c = *cap ? *cap : 1024;
-  while (c < need) c = c > SIZE_MAX / 2 ? SIZE_MAX : c * 2;
-  if (c > limit) c = limit;
-  if (c < need || c > SIZE_MAX / sz) return STRATA_ENOMEM;
-  void *q = strata_realloc(*p, c * sz);
-  if (!q) return STRATA_ENOMEM;
-  *p = q;
-  *cap = c;
-  return 0;
-}

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "strata/core.h"
+
 typedef struct strata__lines {
   void *gz; /* gzFile */
   const char *path;
@@ -76,10 +78,13 @@ int strata__lines_scan_i64(const strata__lines *rd, const char *what, const char
  * STRATA__NUM_BAD. */
 int strata__scan_f64(const char *p, const char *e, double *out);
 
-/* Grows *p (elements of size sz, capacity *cap) to hold at least need,
- * doubling but never past limit (need <= limit). 0, or STRATA_ENOMEM with
- * *p and *cap unchanged (also when need elements of sz bytes would not fit
- * in a size_t). */
-int strata__grow(void **p, size_t *cap, size_t need, size_t limit, size_t sz);
+/* Grows the array arr (a typed pointer lvalue holding *cap elements) to
+ * room for need elements, never past limit (strata_grow), assigning arr
+ * only on success: 0, or STRATA_ENOMEM with arr and *cap untouched. */
+#define STRATA__GROW(arr, need, cap, limit)                                                  \
+  __extension__({                                                                            \
+    __typeof__(arr) grown_ = strata_grow((arr), (need), (cap), (limit), sizeof *(arr));      \
+    grown_ ? ((arr) = grown_, 0) : STRATA_ENOMEM;                                            \
+  })
 
 #endif

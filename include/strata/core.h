@@ -129,11 +129,12 @@ STRATA_EXPORT const char *strata_quote(char *dst, size_t dstsz, const char *src,
 /* Rounds n up to a multiple of m (m > 0). */
 static inline size_t strata_round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
-/* Room for one more element in an array p of n used elements out of *cap,
- * each size bytes (strata_malloc'd, or NULL with *cap 0): p itself while
- * n < *cap, else p grown to twice *cap (first when *cap is 0). Returns the
- * array to use, or NULL with p and *cap unchanged when out of memory. */
-STRATA_EXPORT void *strata_grow(void *p, int n, int *cap, int first, size_t size);
+/* Room for `need` elements of `size` bytes in the array p of *cap elements
+ * (strata_malloc'd, or NULL with *cap 0): p itself when need <= *cap, else
+ * p grown by doubling (from 16) to at least need, but never past limit
+ * elements. Returns the array to use, or NULL with p and *cap unchanged
+ * when out of memory or need > limit. */
+STRATA_EXPORT void *strata_grow(void *p, size_t need, size_t *cap, size_t limit, size_t size);
 
 /* Fields of a line of text [s, e) (no NUL needed, so readers parse in
  * place in their buffers); blanks are spaces and tabs.

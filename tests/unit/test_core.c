@@ -523,24 +523,31 @@ static void test_median(void **state) {
   assert_true(isnan(strata_median(odd, 0)));
 }
 
-/* strata_grow doubles from `first`, keeps the array while it has room,
- * and leaves everything as it was when it cannot grow. */
+/* strata_grow doubles from 16, keeps the array while it has room, stops
+ * at the limit, and leaves everything as it was when it cannot grow. */
 static void test_grow(void **state) {
   (void)state;
-  int *v = NULL, n = 0, cap = 0;
+  int *v = NULL;
+  size_t n = 0, cap = 0;
   for (int i = 0; i < 100; i++) {
     int room = n < cap;
-    int *g = strata_grow(v, n, &cap, 4, sizeof *v);
+    int *g = strata_grow(v, n + 1, &cap, SIZE_MAX, sizeof *v);
     assert_non_null(g);
     if (room) assert_ptr_equal(g, v);
     v = g;
     v[n++] = i;
-    assert_true(cap == 4 || cap == 8 || cap == 16 || cap == 32 || cap == 64 || cap == 128);
+    assert_true(cap == 16 || cap == 32 || cap == 64 || cap == 128);
   }
   for (int i = 0; i < 100; i++) assert_int_equal(v[i], i);
-  int big = INT32_MAX / 2 + 1;
-  assert_null(strata_grow(v, big, &big, 4, sizeof *v));
-  assert_int_equal(big, INT32_MAX / 2 + 1);
+  /* Never past the limit; beyond it, nothing changes. */
+  int *g = strata_grow(v, 129, &cap, 130, sizeof *v);
+  assert_non_null(g);
+  v = g;
+  assert_int_equal(cap, 130);
+  assert_null(strata_grow(v, 131, &cap, 130, sizeof *v));
+  assert_int_equal(cap, 130);
+  assert_null(strata_grow(v, SIZE_MAX / 2, &cap, SIZE_MAX, sizeof *v));
+  assert_int_equal(cap, 130);
   strata_free(v);
 }
 
