@@ -27,9 +27,12 @@ static int check_model_dir(const char *dir) {
 }
 
 /* What every run checks before any work, so that a typo costs nothing. */
-static int check_run(const strata_app *app, const strata_engine_opts *opts) {
+static int check_run(const strata_app *app, const strata_engine_opts *opts, int serial) {
   if (!strata__backend_of(opts->mode))
     return strata_err_set(STRATA_EINVAL, "unknown mode %d", (int)opts->mode);
+  if (serial && strata_mode_is_ps(opts->mode))
+    return strata_err_set(STRATA_EUSAGE, "--mode %s needs workers over a transport, not a serial run",
+                          strata_mode_name(opts->mode));
   if (app->n_partials > STRATA_MAX_PARTIALS || app->n_objectives > STRATA_MAX_OBJECTIVES ||
       app->n_controls > STRATA_MAX_CONTROLS)
     return strata_err_set(STRATA_EINVAL, "%s: at most %d partials, %d objectives and %d controls",
@@ -64,7 +67,7 @@ int strata_engine_run(const strata_app *app, void *cfg, const strata_engine_opts
                      .lag = strata__mode_control_lag(opts),
                      .check = strata__mode_check};
   double cpu0 = strata_cpu_seconds(), wall0 = strata_now();
-  int rc = check_run(app, opts);
+  int rc = check_run(app, opts, serial);
   if (rc) {
     if (!serial) strata__coordinator_fail(t, rc);
   } else {

@@ -16,7 +16,9 @@
 #include "strata/transport.h"
 
 typedef struct strata_engine_opts {
-  strata_mode mode;
+  strata_mode mode;        /* strata/app.h; 0 is STRATA_MODE_SCHEDULED. With no transport
+                              (t NULL) scheduled and serial both run serially; the
+                              parameter-server modes need a transport */
   int strata;              /* B; 0 = number of workers */
   int depth;               /* pipeline chunks per rotating block, >= 1 */
   int passes;              /* >= 1 */

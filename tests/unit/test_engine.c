@@ -576,6 +576,21 @@ static void test_bad_synth_spec(void **state) {
   strata_run_result_close(&r);
 }
 
+/* Without a transport a parameter-server mode is refused before any work. */
+static void test_ps_mode_needs_transport(void **state) {
+  (void)state;
+  strata_mf_config cfg;
+  default_cfg(&cfg);
+  strata_engine_opts o = default_opts(0, 2);
+  o.mode = STRATA_MODE_SSP;
+  strata_run_result r;
+  memset(&r, 0, sizeof r);
+  assert_int_equal(strata_engine_run(&strata_app_mf, &cfg, &o, NULL, &r), STRATA_EUSAGE);
+  assert_non_null(strstr(strata_err_msg(), "--mode ssp needs workers"));
+  assert_true(r.load_s == 0);
+  strata_run_result_close(&r);
+}
+
 static void test_result_close_on_zeroed(void **state) {
   (void)state;
   strata_run_result r;
@@ -588,6 +603,7 @@ static void test_result_close_on_zeroed(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_serial_run_converges, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_ps_mode_needs_transport, setup, teardown),
       cmocka_unit_test_setup_teardown(test_identical_runs_are_bit_identical, setup, teardown),
       cmocka_unit_test_setup_teardown(test_strata_counts_both_converge, setup, teardown),
       cmocka_unit_test_setup_teardown(test_sgd_update_rule_converges, setup, teardown),
