@@ -20,12 +20,6 @@ static int pass_verdict(strata__worker *w, int pass, int *stop, double *ctl) {
   return rc;
 }
 
-static int idle(void *be_ctx) {
-  void **ctx = be_ctx; /* {backend, state} */
-  const strata__backend *b = ctx[0];
-  return b->idle(ctx[1]);
-}
-
 /* One pass's tasks, chunk by chunk. */
 static int run_pass(strata__worker *w, const strata__backend *b, void *be, int pass,
                     const double *ctl, pass_report *rep) {
@@ -68,11 +62,8 @@ int strata__worker_loop(strata__worker *w) {
     if (be) b->free(be);
     return rc;
   }
-  void *idle_ctx[2] = {(void *)b, be};
-  if (b->idle) {
-    w->waiting = idle;
-    w->waiting_ctx = idle_ctx;
-  }
+  w->waiting = b->idle;
+  w->waiting_ctx = be;
   double ctl[STRATA_MAX_CONTROLS];
   for (int pass = 0; pass < w->setup.passes && !rc; pass++) {
     pass_report rep;
