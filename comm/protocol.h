@@ -28,7 +28,10 @@
  * change of the global block to every other worker (TAG_GSYNC).
  * Between workers: chunk c of rotating block r with tag block_tag(r, c);
  * in parameter-server modes, table traffic on TAG_PS and TAG_PS + 1 instead;
- * model exchange for evaluation with TAG_EVAL_BASE + r.
+ * model exchange for evaluation with TAG_EVAL_BASE + r; in sfb mode a
+ * worker's factors of a clock to each out-peer (TAG_SFB, one message, the
+ * layout of core/sf.h) and after each pass a sample of its replica's rows
+ * to worker 0 (TAG_SFB_DRIFT).
  * At the end with --model-out, worker -> coordinator TAG_EXPORT: owned
  * resident blocks by id, then rotating blocks held in the last sub-epoch;
  * worker 0 then sends the global block (TAG_GLOBAL).
@@ -59,6 +62,8 @@ enum {
   TAG_GSYNC = 12, /* ring: a worker's change of the global block in one sub-epoch */
   TAG_START = 13, /* set up / begin */
   TAG_CONTROL = 14, /* the verdict and control values of a pass */
+  TAG_SFB = 15,     /* sfb: a worker's factors of one clock, to an out-peer */
+  TAG_SFB_DRIFT = 16, /* sfb: a sample of a replica's rows, to worker 0 */
   TAG_EVAL_BASE = 1000,
   TAG_CHUNK_BASE = 20000
 };

@@ -12,7 +12,7 @@ static const char *const names[STRATA_N_MODES] = {
     [STRATA_MODE_SCHEDULED] = "scheduled", [STRATA_MODE_SERIAL] = "serial",
     [STRATA_MODE_BSP] = "bsp",             [STRATA_MODE_ABSP] = "absp",
     [STRATA_MODE_SSP] = "ssp",             [STRATA_MODE_ESSP] = "essp",
-    [STRATA_MODE_ASYNC] = "async",
+    [STRATA_MODE_ASYNC] = "async",         [STRATA_MODE_SFB] = "sfb",
 };
 
 const char *strata_mode_name(strata_mode m) {

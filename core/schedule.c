@@ -1,5 +1,6 @@
 #include "strata/schedule.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,7 +98,8 @@ int strata_schedule_finish(strata_schedule *s) {
       for (int i = 0; i < n; i++) {
         s->data_owner[t[i].data] = w;
         s->resident_owner[t[i].resident] = w;
-        s->holder[sub * s->n_rotating + t[i].rotating] = w;
+        int *h = &s->holder[sub * s->n_rotating + t[i].rotating];
+        if (*h < 0) *h = w;
       }
     }
   return 0;
@@ -132,7 +134,7 @@ int strata_schedule_validate(const strata_schedule *s) {
                               t[i].data);
           goto done;
         }
-        if (rot_sub[t[i].rotating]++) {
+        if (rot_sub[t[i].rotating]++ && !s->shared) {
           rc = strata_err_set(STRATA_ESCHED,
                               "schedule: rotating block %d is used twice in sub-epoch %d",
                               t[i].rotating, sub);
@@ -153,7 +155,7 @@ int strata_schedule_validate(const strata_schedule *s) {
         res_owner[t[i].resident] = w;
       }
     }
-    for (int r = 0; r < s->n_rotating; r++)
+    for (int r = 0; r < s->n_rotating && !s->shared; r++)
       if (!rot_sub[r]) {
         rc = strata_err_set(STRATA_ESCHED, "schedule: rotating block %d is idle in sub-epoch %d",
                             r, sub);
@@ -205,10 +207,29 @@ fail:
   return rc;
 }
 
-/* Wire form: 5 header ints, the offsets, then the tasks as int32 triples. */
+int strata_schedule_minibatches(strata_schedule *s, int P, int C) {
+  if (P < 1 || C < 1 || (int64_t)P * C > INT32_MAX)
+    return strata_err_set(STRATA_EINVAL, "minibatch schedule needs P, C >= 1 and P * C data "
+                          "blocks that an int can count (got P %d, C %d)", P, C);
+  int rc = strata_schedule_init(s, P, C, P * C, P, 1);
+  if (rc) return rc;
+  s->shared = 1;
+  for (int c = 0; c < C; c++)
+    for (int p = 0; p < P; p++)
+      if ((rc = strata_schedule_add(s, c, p, (strata_task){c * P + p, p, 0}))) goto fail;
+  if ((rc = strata_schedule_finish(s))) goto fail;
+  return 0;
+fail:
+  strata_schedule_close(s);
+  return rc;
+}
+
+/* Wire form: 6 header ints (the counts, then shared), the offsets, then the
+ * tasks as int32 triples. */
+#define PACK_HEAD 6
 int strata_schedule_pack(const strata_schedule *s, void **buf, size_t *len) {
   size_t nk = (size_t)s->n_workers * (size_t)s->n_subepochs + 1;
-  size_t n = (5 + nk + 3 * (size_t)s->n_tasks) * sizeof(int32_t);
+  size_t n = (PACK_HEAD + nk + 3 * (size_t)s->n_tasks) * sizeof(int32_t);
   int32_t *p = strata_malloc(n);
   if (!p) return strata_err_set(STRATA_ENOMEM, "schedule: out of memory");
   p[0] = s->n_workers;
@@ -216,8 +237,9 @@ int strata_schedule_pack(const strata_schedule *s, void **buf, size_t *len) {
   p[2] = s->n_data;
   p[3] = s->n_resident;
   p[4] = s->n_rotating;
-  for (size_t k = 0; k < nk; k++) p[5 + k] = s->offsets[k];
-  int32_t *q = p + 5 + nk;
+  p[5] = s->shared;
+  for (size_t k = 0; k < nk; k++) p[PACK_HEAD + k] = s->offsets[k];
+  int32_t *q = p + PACK_HEAD + nk;
   for (int i = 0; i < s->n_tasks; i++) {
     q[3 * i] = s->tasks[i].data;
     q[3 * i + 1] = s->tasks[i].resident;
@@ -230,32 +252,38 @@ int strata_schedule_pack(const strata_schedule *s, void **buf, size_t *len) {
 
 int strata_schedule_unpack(strata_schedule *s, const void *buf, size_t len) {
   const int32_t *p = buf;
-  if (len < 5 * sizeof(int32_t)) return strata_err_set(STRATA_ESCHED, "schedule: truncated");
+  if (len < PACK_HEAD * sizeof(int32_t)) return strata_err_set(STRATA_ESCHED, "schedule: truncated");
   int rc = strata_schedule_init(s, p[0], p[1], p[2], p[3], p[4]);
   if (rc) return rc;
+  if (p[5] != 0 && p[5] != 1) {
+    rc = strata_err_set(STRATA_ESCHED, "schedule: bad shared flag");
+    goto fail;
+  }
+  s->shared = p[5];
   size_t nk = (size_t)s->n_workers * (size_t)s->n_subepochs + 1;
-  if (len < (5 + nk) * sizeof(int32_t)) {
+  if (len < (PACK_HEAD + nk) * sizeof(int32_t)) {
     rc = strata_err_set(STRATA_ESCHED, "schedule: truncated");
     goto fail;
   }
-  int n_tasks = p[5 + nk - 1];
-  if (n_tasks < 0 || len != (5 + nk + 3 * (size_t)n_tasks) * sizeof(int32_t)) {
+  const int32_t *off = p + PACK_HEAD;
+  int n_tasks = off[nk - 1];
+  if (n_tasks < 0 || len != (PACK_HEAD + nk + 3 * (size_t)n_tasks) * sizeof(int32_t)) {
     rc = strata_err_set(STRATA_ESCHED, "schedule: bad length");
     goto fail;
   }
   /* Offsets come off the wire: each must stay inside the task array. */
-  if (p[5] != 0) {
+  if (off[0] != 0) {
     rc = strata_err_set(STRATA_ESCHED, "schedule: bad offsets");
     goto fail;
   }
   for (size_t k = 0; k + 1 < nk; k++)
-    if (p[5 + k] > p[5 + k + 1]) {
+    if (off[k] > off[k + 1]) {
       rc = strata_err_set(STRATA_ESCHED, "schedule: bad offsets");
       goto fail;
     }
-  const int32_t *q = p + 5 + nk;
+  const int32_t *q = off + nk;
   for (size_t k = 0; k + 1 < nk; k++)
-    for (int i = p[5 + k]; i < p[5 + k + 1]; i++) {
+    for (int i = off[k]; i < off[k + 1]; i++) {
       strata_task t = {q[3 * i], q[3 * i + 1], q[3 * i + 2]};
       if ((rc = strata_schedule_add(s, (int)(k / (size_t)s->n_workers),
                                     (int)(k % (size_t)s->n_workers), t)))

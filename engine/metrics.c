@@ -15,6 +15,7 @@ void strata_run_result_close(strata_run_result *r) {
   strata_free(r->per_pass);
   strata_free(r->per_pass_worker);
   strata_free(r->worker_total);
+  strata_free(r->sfb_topology);
   strata_problem_close(&r->problem);
   memset(r, 0, sizeof *r);
 }
@@ -49,6 +50,50 @@ static void add_diffs(strata_worker_stats *a, const strata_worker_stats *s) {
   for (int b = 0; b < STRATA_TABLE_HIST; b++) a->hist[b] += s->hist[b];
 }
 
+/* sfb: the factors applied from peers and their delays in clocks. */
+static void write_delays(strata_json *j, const strata_worker_stats *s) {
+  strata_json_object_begin(j, "factor_delay");
+  strata_json_int(j, "sets", (int64_t)s->sets_in);
+  strata_json_int(j, "factors", (int64_t)s->factors_in);
+  strata_json_number(j, "mean", s->factors_in ? (double)s->delay_sum / (double)s->factors_in : 0.0);
+  strata_json_int(j, "max", s->delay_max);
+  int last = 0;
+  for (int b = 0; b < STRATA_TABLE_HIST; b++)
+    if (s->delay_hist[b]) last = b;
+  /* hist[d] counts delay d; the last bucket everything later. */
+  strata_json_array_begin(j, "hist");
+  for (int b = 0; b <= last && s->factors_in; b++) strata_json_int(j, NULL, (int64_t)s->delay_hist[b]);
+  strata_json_array_end(j);
+  strata_json_object_end(j);
+}
+
+static void add_delays(strata_worker_stats *a, const strata_worker_stats *s) {
+  a->sets_in += s->sets_in;
+  a->factors_in += s->factors_in;
+  a->delay_sum += s->delay_sum;
+  if (s->delay_max > a->delay_max) a->delay_max = s->delay_max;
+  for (int b = 0; b < STRATA_TABLE_HIST; b++) a->delay_hist[b] += s->delay_hist[b];
+}
+
+/* sfb's figures of one worker: clocks, traffic per clock, factors. */
+static void write_sfb_stats(strata_json *j, const strata_worker_stats *s) {
+  strata_json_int(j, "clocks", s->clocks);
+  strata_json_number(j, "bytes_sent_per_clock", s->clocks ? (double)s->bytes_sent / s->clocks : 0.0);
+  strata_json_number(j, "bytes_recv_per_clock", s->clocks ? (double)s->bytes_recv / s->clocks : 0.0);
+  strata_json_number(j, "apply_s", s->apply_s);
+  strata_json_int(j, "factors_out", (int64_t)s->factors_out);
+  strata_json_array_begin(j, "from");
+  for (int q = 0; q < 64; q++)
+    if (s->from_mask >> q & 1) strata_json_int(j, NULL, q);
+  strata_json_array_end(j);
+  write_delays(j, s);
+  if (s->replica_checked) {
+    char hex[17];
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)s->replica_digest);
+    strata_json_string(j, "replica_digest", hex);
+  }
+}
+
 static void write_stats(strata_json *j, const strata_worker_stats *s) {
   strata_json_number(j, "time_s", s->time_s);
   strata_json_number(j, "compute_s", s->compute_s);
@@ -66,6 +111,11 @@ static void write_stats(strata_json *j, const strata_worker_stats *s) {
   }
 }
 
+static void write_worker(strata_json *j, const strata_worker_stats *s, int sfb) {
+  write_stats(j, s);
+  if (sfb) write_sfb_stats(j, s);
+}
+
 static int fill(FILE *f, void *ud) {
   const metrics_args *a = ud;
   const strata_run_result *r = a->r;
@@ -81,6 +131,7 @@ static int fill(FILE *f, void *ud) {
   strata_json_int(&j, "passes", r->passes);
   const strata_engine_opts *o = r->opts;
   int is_ps = o && strata_mode_is_ps(r->mode);
+  int sfb = r->mode == STRATA_MODE_SFB;
   if (is_ps) {
     static const char *const pf[] = {"none", "conservative", "aggressive"};
     strata_json_object_begin(&j, "consistency");
@@ -90,6 +141,25 @@ static int fill(FILE *f, void *ud) {
       strata_json_string(&j, "staleness", "unbounded");
     strata_json_number(&j, "wpc", o->wpc);
     strata_json_string(&j, "prefetch", pf[o->prefetch]);
+    strata_json_object_end(&j);
+  }
+  if (sfb && o) {
+    strata_json_object_begin(&j, "sfb");
+    strata_json_int(&j, "staleness", o->staleness);
+    strata_json_int(&j, "peers", r->sfb_peers);
+    strata_json_bool(&j, "full_broadcast", r->sfb_peers == r->workers - 1);
+    strata_json_int(&j, "tau", r->sfb_tau);
+    strata_json_int(&j, "tau_lower_bound", r->sfb_tau_lower);
+    strata_json_bool(&j, "tau_optimal", r->sfb_tau_optimal);
+    /* topology[p]: worker p's out-peers */
+    strata_json_array_begin(&j, "topology");
+    for (int p = 0; r->sfb_topology && p < r->workers; p++) {
+      strata_json_array_begin(&j, NULL);
+      for (int q = 0; q < r->sfb_peers; q++) strata_json_int(&j, NULL, r->sfb_topology[p * r->sfb_peers + q]);
+      strata_json_array_end(&j);
+    }
+    strata_json_array_end(&j);
+    strata_json_bool(&j, "check_replicas", o->check_replicas);
     strata_json_object_end(&j);
   }
   if (o && o->straggler_ms) {
@@ -129,6 +199,12 @@ static int fill(FILE *f, void *ud) {
     for (int w = 0; w < r->workers; w++) add_diffs(&sum, &r->worker_total[w]);
     write_diffs(&j, "clock_diff", &sum);
   }
+  if (sfb) {
+    strata_worker_stats sum;
+    memset(&sum, 0, sizeof sum);
+    for (int w = 0; w < r->workers; w++) add_delays(&sum, &r->worker_total[w]);
+    write_delays(&j, &sum);
+  }
   strata_json_array_begin(&j, "per_pass");
   for (int p = 0; p < r->passes; p++) {
     const strata_pass_stats *ps = &r->per_pass[p];
@@ -157,10 +233,22 @@ static int fill(FILE *f, void *ud) {
         add_diffs(&sum, &r->per_pass_worker[(size_t)p * (size_t)r->workers + (size_t)w]);
       write_diffs(&j, "clock_diff", &sum);
     }
+    if (sfb) {
+      /* drift: the largest |W_p - W_q| over every pair of replicas at the
+       * pass's end, over drift_rows rows of W; null when not measured (one
+       * worker) or not finite. */
+      strata_json_number(&j, "drift", ps->drift < 0 ? 0.0 / 0.0 : ps->drift);
+      strata_json_int(&j, "drift_rows", ps->drift_rows);
+      strata_worker_stats sum;
+      memset(&sum, 0, sizeof sum);
+      for (int w = 0; w < r->workers; w++)
+        add_delays(&sum, &r->per_pass_worker[(size_t)p * (size_t)r->workers + (size_t)w]);
+      write_delays(&j, &sum);
+    }
     strata_json_array_begin(&j, "workers");
     for (int w = 0; w < r->workers; w++) {
       strata_json_object_begin(&j, NULL);
-      write_stats(&j, &r->per_pass_worker[(size_t)p * (size_t)r->workers + (size_t)w]);
+      write_worker(&j, &r->per_pass_worker[(size_t)p * (size_t)r->workers + (size_t)w], sfb);
       strata_json_object_end(&j);
     }
     strata_json_array_end(&j);
@@ -171,7 +259,7 @@ static int fill(FILE *f, void *ud) {
   for (int w = 0; w < r->workers; w++) {
     strata_json_object_begin(&j, NULL);
     strata_json_int(&j, "worker", w);
-    write_stats(&j, &r->worker_total[w]);
+    write_worker(&j, &r->worker_total[w], sfb);
     strata_json_object_end(&j);
   }
   strata_json_array_end(&j);

@@ -11,6 +11,7 @@
 #include "engine/engine.h"
 #include "scheduler/coordinator.h"
 #include "strata/core.h"
+#include "worker/sfb_topology.h"
 #include "worker/worker.h"
 
 /* The model directory may exist (files in it are replaced) or be creatable. */
@@ -30,7 +31,7 @@ static int check_model_dir(const char *dir) {
 static int check_run(const strata_app *app, const strata_engine_opts *opts, int serial) {
   if (!strata__backend_of(opts->mode))
     return strata_err_set(STRATA_EINVAL, "unknown mode %d", (int)opts->mode);
-  if (serial && strata_mode_is_ps(opts->mode))
+  if (serial && strata__mode_all_rotating(opts->mode))
     return strata_err_set(STRATA_EUSAGE, "--mode %s needs workers over a transport, not a serial run",
                           strata_mode_name(opts->mode));
   if (app->n_partials > STRATA_MAX_PARTIALS || app->n_objectives > STRATA_MAX_OBJECTIVES ||
@@ -40,6 +41,25 @@ static int check_run(const strata_app *app, const strata_engine_opts *opts, int 
   int rc = opts->metrics_out ? strata_check_writable(opts->metrics_out) : 0;
   if (!rc && opts->model_out) rc = check_model_dir(opts->model_out);
   return rc;
+}
+
+/* sfb: the partial-broadcast topology every worker computes alike, for the
+ * log and the metrics; a --peers that fits no topology ends the run here. */
+static int sfb_topology(const strata_engine_opts *opts, int P, strata_run_result *r) {
+  if (P < 2 && !opts->peers) return 0;
+  strata__topology topo;
+  int rc = strata__sfb_topology(P, opts->peers ? opts->peers : P - 1, &topo);
+  if (rc) return rc;
+  r->sfb_peers = topo.Q;
+  r->sfb_tau = topo.tau;
+  r->sfb_tau_lower = topo.lower;
+  r->sfb_tau_optimal = topo.optimal;
+  r->sfb_topology = topo.peers;
+  strata_log(STRATA_LOG_INFO,
+             "sfb: %d workers, %d out-peer%s each (%s broadcast): tau %d clock%s (%s; lower bound %d)",
+             P, topo.Q, topo.Q == 1 ? "" : "s", topo.Q == P - 1 ? "full" : "partial", topo.tau,
+             topo.tau == 1 ? "" : "s", topo.optimal ? "optimal" : "not proven optimal", topo.lower);
+  return 0;
 }
 
 int strata_engine_run(const strata_app *app, void *cfg, const strata_engine_opts *opts,
@@ -68,6 +88,7 @@ int strata_engine_run(const strata_app *app, void *cfg, const strata_engine_opts
                      .check = strata__mode_check};
   double cpu0 = strata_cpu_seconds(), wall0 = strata_now();
   int rc = check_run(app, opts, serial);
+  if (!rc && opts->mode == STRATA_MODE_SFB) rc = sfb_topology(opts, P, result);
   if (rc) {
     if (!serial) strata__coordinator_fail(t, rc);
   } else {

@@ -55,6 +55,7 @@ int strata__agg_open(strata__agg *c) {
   c->obj_hist = strata_calloc((size_t)N * STRATA_MAX_OBJECTIVES, sizeof *c->obj_hist);
   if (!r->per_pass || !r->per_pass_worker || !r->worker_total || !c->ctl || !c->obj_hist)
     return strata_err_set(STRATA_ENOMEM, "coordinator: out of memory");
+  for (int i = 0; i < N; i++) r->per_pass[i].drift = -1;
   c->run_passes = N;
   return 0;
 }
@@ -87,6 +88,18 @@ int strata__agg_report(void *ud, const pass_report *rep) {
   tot->diff_sum += ws->diff_sum;
   if (ws->diff_min < tot->diff_min) tot->diff_min = ws->diff_min;
   for (int b = 0; b < STRATA_TABLE_HIST; b++) tot->hist[b] += ws->hist[b];
+  tot->apply_s += ws->apply_s;
+  tot->sets_in += ws->sets_in;
+  tot->factors_in += ws->factors_in;
+  tot->factors_out += ws->factors_out;
+  tot->delay_sum += ws->delay_sum;
+  if (ws->delay_max > tot->delay_max) tot->delay_max = ws->delay_max;
+  for (int b = 0; b < STRATA_TABLE_HIST; b++) tot->delay_hist[b] += ws->delay_hist[b];
+  tot->from_mask |= ws->from_mask;
+  if (!(ws->drift < 0)) { /* measured (a NaN replica included) */
+    ps->drift = ws->drift;
+    ps->drift_rows = ws->drift_rows;
+  }
   ps->pass = rep->pass;
   memcpy(ps->control, c->ctl[pi].ctl, sizeof ps->control);
   ps->time_s = fmax(ps->time_s, ws->time_s);

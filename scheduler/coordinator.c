@@ -190,13 +190,13 @@ static int load_checked(coord *c) {
   for (int i = 0; i < p->n_rotating; i++)
     if (p->rotating[i].len > INT_MAX)
       return strata_err_set(STRATA_ETOOBIG, "parameter block %d is over 2 GiB: use more --strata", i);
-  return c->run->check ? c->run->check(c->opts, c->app, p, &c->sched, c->setup.depth) : 0;
+  return c->run->check ? c->run->check(c->opts, c->app, &c->setup, p, &c->sched) : 0;
 }
 
 int strata__coordinator_load(const strata__run *run, strata_problem *prob, strata_schedule *sched) {
   coord cc = {.run = run, .app = run->app, .cfg = run->cfg, .opts = run->opts, .setup = run->setup};
   coord *c = &cc;
-  int rc = run->check ? run->check(run->opts, run->app, NULL, NULL, run->setup.depth) : 0;
+  int rc = run->check ? run->check(run->opts, run->app, &run->setup, NULL, NULL) : 0;
   if (!rc) rc = load_checked(c);
   *prob = c->prob;
   *sched = c->sched;

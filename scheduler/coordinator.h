@@ -20,8 +20,8 @@ typedef struct strata__run {
   int lag;          /* verdict lag L */
   /* The mode's check of the problem: before loading (p and s NULL) and
    * after scheduling; NULL: none. */
-  int (*check)(const strata_engine_opts *o, const strata_app *app, const strata_problem *p,
-               const strata_schedule *s, int depth);
+  int (*check)(const strata_engine_opts *o, const strata_app *app, const strata_setup *setup,
+               const strata_problem *p, const strata_schedule *s);
 } strata__run;
 
 /* Loads the problem and its schedule, checked (also serial mode's load). */

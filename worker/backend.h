@@ -29,12 +29,15 @@ struct strata__backend {
    * the user set); control_lag is the verdict lag L of the mode (2, or more
    * where workers may run passes apart); check refuses a loaded problem
    * the back-end cannot run (NULL: any); all_rotating: every worker starts
-   * with every rotating block. */
+   * with every rotating block; takes_factors: the back-end applies a
+   * sufficient-factor app's factors itself (release hands them over),
+   * else the loop applies them to the task's rows before release. */
   int (*resolve)(strata_engine_opts *o, int staleness_given, int wpc_given, int prefetch_given);
   int (*control_lag)(const strata_engine_opts *o);
-  int (*check)(const strata_engine_opts *o, const strata_app *app, const strata_problem *p,
-               const strata_schedule *s, int depth);
+  int (*check)(const strata_engine_opts *o, const strata_app *app, const strata_setup *setup,
+               const strata_problem *p, const strata_schedule *s);
   int all_rotating;
+  int takes_factors;
 
   /* Opens the back-end on a prepared worker (blocks received). */
   int (*open)(strata__worker *w, void **be);

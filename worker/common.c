@@ -19,6 +19,7 @@ int strata__worker_score(strata__worker *w, int pass, double *partials) {
                              .subepoch = s,
                              .ids = tk[i],
                              .data = eb,
+                             .train = &w->data[tk[i].data],
                              .resident = &w->res[tk[i].resident],
                              .rotating = &w->rot[tk[i].rotating],
                              .global = w->global,

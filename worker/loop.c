@@ -6,6 +6,7 @@
  */
 #include <string.h>
 
+#include "core/sf.h"
 #include "strata/core.h"
 #include "worker/backend.h"
 
@@ -20,9 +21,24 @@ static int pass_verdict(strata__worker *w, int pass, int *stop, double *ctl) {
   return rc;
 }
 
-/* One pass's tasks, chunk by chunk. */
+/* A sufficient-factor app's clock on a back-end that does not take the
+ * factors itself: they are applied to the task's rows here, in emission
+ * order, then the app's end-of-clock step runs with this worker's share
+ * (1/P: each worker's change is one of P that add up; strata/sf.h). */
+static int apply_factors(strata__worker *w, const strata_task_view *tv, int64_t clock) {
+  const strata_sf_ops *sf = w->app->sf;
+  strata_sf_factors *f = tv->factors;
+  strata__sf_apply_all(f->buf, f->len, tv->rotating, sf->apply, w->state);
+  if (!sf->clock_end) return 0;
+  strata_sf_clock ck = {.pass = tv->pass, .clock = clock, .share = 1.0 / w->sched.n_workers};
+  return sf->clock_end(w->state, tv->rotating, &ck);
+}
+
+/* One pass's tasks, chunk by chunk. A sufficient-factor app's task is one
+ * clock: its factors go into fs, which the back-end takes (takes_factors)
+ * or which are applied here. */
 static int run_pass(strata__worker *w, const strata__backend *b, void *be, int pass,
-                    const double *ctl, pass_report *rep) {
+                    const double *ctl, strata_sf_factors *fs, int64_t *clock, pass_report *rep) {
   strata_worker_stats *st = &rep->stats;
   int rc = 0, depth = w->setup.depth;
   for (int s = 0; s < w->sched.n_subepochs && !rc; s++) {
@@ -37,15 +53,22 @@ static int run_pass(strata__worker *w, const strata__backend *b, void *be, int p
                              .resident = &w->res[tk[i].resident],
                              .rotating = &w->rot[tk[i].rotating],
                              .global = w->global,
-                             .control = w->app->n_controls ? ctl : NULL};
+                             .control = w->app->n_controls ? ctl : NULL,
+                             .factors = fs};
       for (int c = 0; c < depth && !rc; c++) {
         tv.chunk = c;
         strata_chunk_rows(tv.rotating->nrows, depth, c, &tv.row_lo, &tv.row_hi);
+        if (fs && (rc = strata__sf_reset(fs, *clock, w->me))) break;
         if ((rc = b->acquire(be, &tv, st))) break;
         double t0 = strata_now();
         rc = w->app->compute(w->state, &tv, rep->partials);
-        st->compute_s += strata_now() - t0;
+        double t1 = strata_now();
+        if (!rc && fs && !b->takes_factors) rc = apply_factors(w, &tv, *clock);
+        double t2 = strata_now();
+        st->compute_s += t2 - t0;
+        st->apply_s += t2 - t1;
         if (!rc) rc = b->release(be, &tv, st);
+        if (fs) ++*clock;
       }
     }
     if (!rc) rc = b->end_subepoch(be, pass, s, st);
@@ -64,6 +87,11 @@ int strata__worker_loop(strata__worker *w) {
   }
   w->waiting = b->idle;
   w->waiting_ctx = be;
+  /* A sufficient-factor app's factors, for a matrix of the rotating
+   * block's shape (D rows of J floats); clocks count its tasks. */
+  strata_sf_factors fs;
+  int64_t clock = 0;
+  if (w->app->sf) strata__sf_init(&fs, w->rot[0].row_bytes / sizeof(float), w->rot[0].nrows);
   double ctl[STRATA_MAX_CONTROLS];
   for (int pass = 0; pass < w->setup.passes && !rc; pass++) {
     pass_report rep;
@@ -79,7 +107,7 @@ int strata__worker_loop(strata__worker *w) {
       break;
     }
     double verdict_s = strata_now() - w->t_pass;
-    if ((rc = run_pass(w, b, be, pass, ctl, &rep))) break;
+    if ((rc = run_pass(w, b, be, pass, ctl, w->app->sf ? &fs : NULL, &clock, &rep))) break;
     if ((rc = b->end_pass(be, pass, st))) break;
     st->time_s = strata_now() - w->t_pass;
     b->stats(be, st);
@@ -90,5 +118,6 @@ int strata__worker_loop(strata__worker *w) {
   w->waiting = NULL;
   w->waiting_ctx = NULL;
   b->free(be);
+  if (w->app->sf) strata__sf_close(&fs);
   return rc;
 }

@@ -8,12 +8,13 @@
 
 extern const strata__backend strata__ring_backend;  /* worker/ring.c */
 extern const strata__backend strata__table_backend; /* worker/tables.c */
+extern const strata__backend strata__sfb_backend;   /* worker/sfb.c */
 
 static const strata__backend *const backends[STRATA_N_MODES] = {
     [STRATA_MODE_SCHEDULED] = &strata__ring_backend, [STRATA_MODE_SERIAL] = &strata__ring_backend,
     [STRATA_MODE_BSP] = &strata__table_backend,      [STRATA_MODE_ABSP] = &strata__table_backend,
     [STRATA_MODE_SSP] = &strata__table_backend,      [STRATA_MODE_ESSP] = &strata__table_backend,
-    [STRATA_MODE_ASYNC] = &strata__table_backend,
+    [STRATA_MODE_ASYNC] = &strata__table_backend,    [STRATA_MODE_SFB] = &strata__sfb_backend,
 };
 
 int strata_mode_is_ps(strata_mode m) {
@@ -34,10 +35,30 @@ int strata__mode_control_lag(const strata_engine_opts *o) {
   return b && b->control_lag ? b->control_lag(o) : 2;
 }
 
+/* What every mode asks of a sufficient-factor app (strata/sf.h): compute
+ * sees the whole matrix, which is the one rotating block. */
+static int sf_check(const strata_app *app, const strata_setup *setup, const strata_problem *p) {
+  if (setup->depth != 1)
+    return strata_err_set(STRATA_EUSAGE,
+                          "%s: --depth %d: a sufficient-factor app computes on the whole matrix "
+                          "every clock; run it with --depth 1",
+                          app->name, setup->depth);
+  if (!p) return 0;
+  if (p->n_rotating != 1 || !p->rotating[0].nrows || !p->rotating[0].row_bytes ||
+      p->rotating[0].row_bytes % sizeof(float))
+    return strata_err_set(STRATA_EINVAL,
+                          "%s: a sufficient-factor app keeps its matrix as its one rotating block "
+                          "of float rows",
+                          app->name);
+  return 0;
+}
+
 int strata__mode_check(const strata_engine_opts *o, const strata_app *app,
-                       const strata_problem *p, const strata_schedule *s, int depth) {
+                       const strata_setup *setup, const strata_problem *p,
+                       const strata_schedule *s) {
   const strata__backend *b = strata__backend_of(o->mode);
-  return b && b->check ? b->check(o, app, p, s, depth) : 0;
+  int rc = app->sf ? sf_check(app, setup, p) : 0;
+  return !rc && b && b->check ? b->check(o, app, setup, p, s) : rc;
 }
 
 int strata_engine_resolve(strata_engine_opts *o, int s_given, int wpc_given, int pf_given) {

@@ -414,15 +414,33 @@ static int ring_close(void *be, int stopped) {
   return rc;
 }
 
-/* Scheduled and serial modes take none of the table settings. */
+/* Scheduled and serial modes take none of the table or sfb settings. */
 static int ring_resolve(strata_engine_opts *o, int s_given, int wpc_given, int pf_given) {
   if (s_given || wpc_given || pf_given)
     return strata_err_set(STRATA_EUSAGE,
                           "--%s applies to the parameter-server modes (bsp, absp, ssp, essp, "
-                          "async), not --mode %s",
+                          "async%s), not --mode %s",
                           s_given ? "staleness" : wpc_given ? "wpc" : "prefetch",
-                          strata_mode_name(o->mode));
+                          s_given ? ") and sfb (" : "", strata_mode_name(o->mode));
+  if (o->peers || o->check_replicas)
+    return strata_err_set(STRATA_EUSAGE, "--%s applies to --mode sfb, not --mode %s",
+                          o->peers ? "peers" : "check-replicas", strata_mode_name(o->mode));
   o->wpc = 0; /* an app default does not apply */
+  return 0;
+}
+
+/* The ring hands each rotating block to one worker at a time: an app whose
+ * workers all update the same matrix (a shared schedule) runs on it only
+ * with one worker. */
+static int ring_check(const strata_engine_opts *o, const strata_app *app, const strata_setup *setup,
+                      const strata_problem *p, const strata_schedule *s) {
+  (void)p;
+  if (setup->workers > 1 && (app->sf || (s && s->shared)))
+    return strata_err_set(STRATA_EUSAGE,
+                          "%s: --mode %s hands each parameter block to one worker at a time, but "
+                          "this app's workers all update one matrix: use --mode sfb, a "
+                          "parameter-server mode (bsp, ssp, ...) or --mode serial",
+                          app->name, strata_mode_name(o->mode));
   return 0;
 }
 
@@ -435,7 +453,7 @@ const strata__backend strata__ring_backend = {
     .name = "ring",
     .resolve = ring_resolve,
     .control_lag = ring_control_lag,
-    .check = NULL,
+    .check = ring_check,
     .all_rotating = 0,
     .open = ring_open,
     .begin_pass = ring_begin_pass,

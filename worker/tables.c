@@ -475,12 +475,14 @@ static int tables_open(strata__worker *w, void **out) {
     return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
   p->per_pass = strata__clocks_per_pass(w->opts->wpc);
   p->straggle = w->me == 0; /* clock 0 */
-  p->span = p->per_pass ? 0 : (int)w->opts->wpc;
   for (int s = 0; s < w->sched.n_subepochs; s++) {
     int n;
     strata_schedule_tasks(&w->sched, s, w->me, &n);
     p->chunks += (long)n * w->setup.depth;
   }
+  /* A sufficient-factor app syncs every minibatch (a task): FMS. */
+  if (w->app->sf) p->per_pass = (int)p->chunks;
+  p->span = p->per_pass ? 0 : (int)w->opts->wpc;
   return 0;
 }
 
@@ -568,6 +570,9 @@ static int tables_resolve(strata_engine_opts *o, int s_given, int wpc_given, int
                           name, o->staleness);
   if (m == STRATA_MODE_ASYNC && s_given)
     return strata_err_set(STRATA_EUSAGE, "--mode async never waits: --staleness does not apply");
+  if (o->peers || o->check_replicas)
+    return strata_err_set(STRATA_EUSAGE, "--%s applies to --mode sfb, not --mode %s",
+                          o->peers ? "peers" : "check-replicas", name);
   if (!s_given) o->staleness = (m == STRATA_MODE_SSP || m == STRATA_MODE_ESSP) ? 1 : 0;
   /* Not given: the app's default (wpc > 0 on entry) where the mode takes one. */
   if (!wpc_given && (!(o->wpc > 0) || m == STRATA_MODE_BSP)) o->wpc = 1;
@@ -602,13 +607,20 @@ static int tables_control_lag(const strata_engine_opts *o) {
 /* The tables keep rotating rows in one float table and end K clocks per
  * pass at chunk boundaries: check both fit the problem. */
 static int tables_check(const strata_engine_opts *o, const strata_app *app,
-                        const strata_problem *p, const strata_schedule *sched, int depth) {
+                        const strata_setup *setup, const strata_problem *p,
+                        const strata_schedule *sched) {
+  int depth = setup->depth;
   const char *mode = strata_mode_name(o->mode);
   if (!(app->flags & STRATA_APP_ADDITIVE))
     return strata_err_set(STRATA_EUSAGE,
                           "%s: --mode %s needs an app whose parameters merge by adding deltas; "
                           "this one runs in scheduled or serial mode",
                           app->name, mode);
+  if (app->sf && o->wpc != 1)
+    return strata_err_set(STRATA_EUSAGE,
+                          "%s: a sufficient-factor app ends one clock per minibatch in every mode; "
+                          "--wpc does not apply (change --minibatch instead)",
+                          app->name);
   if (!p) return 0;
   uint32_t rb = 0;
   for (int i = 0; i < p->n_rotating; i++) {

@@ -51,7 +51,8 @@ int strata__mode_control_lag(const strata_engine_opts *o);
 /* The mode's check of a loaded problem and its schedule, before anything
  * is shipped (0, or a code with a message). */
 int strata__mode_check(const strata_engine_opts *o, const strata_app *app,
-                       const strata_problem *p, const strata_schedule *s, int depth);
+                       const strata_setup *setup, const strata_problem *p,
+                       const strata_schedule *s);
 
 /* Runs every pass on a prepared worker. */
 int strata__worker_loop(strata__worker *w);

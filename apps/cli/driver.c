@@ -22,6 +22,7 @@ typedef struct cli_opts {
   /* Into eng.staleness and eng.wpc; whether each was given goes to strata_engine_resolve. */
   strata_opt_int staleness;
   strata_opt_double wpc;
+  strata_opt_int peers; /* into eng.peers when given */
   const char *straggler, *disrupt; /* the specs as given; their keys fill eng */
   int quiet, verbose;
 } cli_opts;
@@ -47,7 +48,7 @@ static const strata_option disrupt_keys[] = {
     {"slot", 0, STRATA_OPT_INT, EOPT(eng.disrupt_slot_ms), NULL, "MS", 1, 3600000, NULL, NULL, NULL},
     {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
 
-#define N_ENGINE_OPTS 16
+#define N_ENGINE_OPTS 18
 
 /* The engine's option table for one app, with the text its defaults need. */
 typedef struct engine_table {
@@ -66,9 +67,18 @@ static void engine_table_init(engine_table *t, const strata_app_defaults *d) {
   const strata_option opts[N_ENGINE_OPTS] = {
       {"mode", 'm', STRATA_OPT_ENUM, EOPT(eng.mode), "scheduled", "MODE", 0, 0, t->modes,
        "scheduled: parameter blocks rotate on a ring of workers; serial: one process, no MPI; "
-       "bsp, absp, ssp, essp, async: data-parallel workers against a parameter-server table", NULL},
+       "bsp, absp, ssp, essp, async: data-parallel workers against a parameter-server table; "
+       "sfb: workers with replicas of a matrix broadcast sufficient factors to their peers",
+       NULL},
       {"staleness", 0, STRATA_OPT_INT_OPTIONAL, EOPT(staleness), NULL, "S", 0, 1000000, NULL,
-       "ssp/essp: read rows at most S clocks old (default 1; 0 is BSP)", NULL},
+       "ssp/essp: read rows at most S clocks old (default 1; 0 is BSP); sfb: run at most S "
+       "clocks ahead of the factors applied (default 0)", NULL},
+      {"peers", 0, STRATA_OPT_INT_OPTIONAL, EOPT(peers), NULL, "Q", 1, 1000000, NULL,
+       "sfb: each worker sends its factors to Q peers (partial broadcast; default P-1, all)",
+       NULL},
+      {"check-replicas", 0, STRATA_OPT_FLAG, EOPT(eng.check_replicas), NULL, NULL, 0, 0, NULL,
+       "sfb: digest every replica at every clock end (metrics replica_digest; a pass over the "
+       "matrix per clock)", NULL},
       {"wpc", 0, STRATA_OPT_DOUBLE_OPTIONAL, EOPT(wpc), t->wpc, "W", 0, 0, NULL,
        "absp/ssp/essp/async: work per clock in passes, 1/K or a whole number", NULL},
       {"prefetch", 0, STRATA_OPT_ENUM, EOPT(eng.prefetch), "auto", "POLICY", 0, 0,
@@ -143,6 +153,26 @@ void strata_driver_summary(const strata_run_result *r, const strata_engine_opts 
            s->compute_s, s->wait_s, s->time_s > 0 ? 100 * s->wait_s / s->time_s : 0.0, s->time_s,
            (double)s->bytes_sent / 1e6);
   }
+  if (r->mode == STRATA_MODE_SFB) {
+    double bytes = 0, clocks = 0, delay = 0, factors = 0;
+    int dmax = 0;
+    for (int w = 0; w < r->workers; w++) {
+      const strata_worker_stats *s = &r->worker_total[w];
+      bytes += (double)s->bytes_sent;
+      clocks += s->clocks;
+      delay += (double)s->delay_sum;
+      factors += (double)s->factors_in;
+      if (s->delay_max > dmax) dmax = s->delay_max;
+    }
+    double drift = r->passes ? r->per_pass[r->passes - 1].drift : -1;
+    char dtext[32] = "n/a";
+    if (!(drift < 0)) snprintf(dtext, sizeof dtext, "%.3g", drift);
+    printf("  sfb: %d peer%s each, tau %d; %.1f KB sent per worker per clock; factor delay mean "
+           "%.2f, max %d clocks; replica drift after the last pass %s\n",
+           r->sfb_peers, r->sfb_peers == 1 ? "" : "s", r->sfb_tau,
+           clocks > 0 ? bytes / clocks / 1e3 : 0.0, factors > 0 ? delay / factors : 0.0, dmax,
+           dtext);
+  }
   printf("  coordinator cpu during training %.3f s of %.2f s (%.2f%%); %.2f s in all, loading included\n",
          r->coordinator_train_cpu_s, r->wall_s,
          r->wall_s > 0 ? 100 * r->coordinator_train_cpu_s / r->wall_s : 0.0, r->coordinator_cpu_s);
@@ -159,6 +189,7 @@ static int engine_resolve(cli_opts *co) {
   if (!prefetch_given) e->prefetch = STRATA_PREFETCH_NONE; /* resolve picks the mode's */
   e->staleness = co->staleness.value;
   e->wpc = co->wpc.value;
+  e->peers = co->peers.given ? co->peers.value : 0;
   int rc = strata_engine_resolve(e, co->staleness.given, co->wpc.given, prefetch_given);
   if (rc) return rc;
   if (e->score_view && !strata_mode_is_ps(e->mode))
@@ -257,6 +288,9 @@ int strata_driver_main(const strata_app *app, const strata_driver *d, int argc, 
       fprintf(stderr, "work per clock %g pass%s, prefetch %s\n", co.eng.wpc,
               co.eng.wpc == 1 ? "" : "es", pf[co.eng.prefetch]);
     }
+    if (co.eng.mode == STRATA_MODE_SFB)
+      fprintf(stderr, "  staleness %d, %s\n", co.eng.staleness,
+              co.eng.peers ? "partial broadcast" : "full broadcast");
     strata_options_echo(stderr, "  ", groups, 2);
   }
   rc = strata_engine_run(app, cfg, &co.eng, serial ? NULL : &t, &result);

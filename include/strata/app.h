@@ -47,9 +47,11 @@
 /* Engine settings every callback may read. */
 /* How a run moves its parameters: scheduled (the ring of rotating blocks,
  * the default), serial (one process, the same path with P = 1 and no
- * messages), or a parameter-server mode, where data-parallel workers read
+ * messages), a parameter-server mode, where data-parallel workers read
  * and update sharded tables under BSP, A-BSP (work per clock), SSP
- * (bounded staleness), ESSP (SSP with eager server push) or async. */
+ * (bounded staleness), ESSP (SSP with eager server push) or async, or
+ * sfb, sufficient factor broadcasting (strata/sf.h): data-parallel workers
+ * with replicas of a matrix, exchanging rank-1 factors peer to peer. */
 typedef enum strata_mode {
   STRATA_MODE_SCHEDULED,
   STRATA_MODE_SERIAL,
@@ -58,6 +60,7 @@ typedef enum strata_mode {
   STRATA_MODE_SSP,
   STRATA_MODE_ESSP,
   STRATA_MODE_ASYNC,
+  STRATA_MODE_SFB,
   STRATA_N_MODES
 } strata_mode;
 
@@ -70,6 +73,11 @@ STRATA_EXPORT int strata_mode_parse(const char *name, strata_mode *out);
  * ssp, essp, async). */
 STRATA_EXPORT int strata_mode_is_ps(strata_mode m);
 
+
+/* A clock's set of sufficient factors, filled by compute through
+ * strata_sf_emit (strata/sf.h). */
+typedef struct strata_sf_factors strata_sf_factors;
+struct strata_sf_ops;
 
 typedef struct strata_setup {
   int workers;     /* P */
@@ -96,6 +104,13 @@ typedef struct strata_task_view {
   /* The pass's control values (app->pass_control; n_controls of them), the
    * same on every worker; NULL when the app has none. */
   const double *control;
+  /* Sufficient-factor apps (app->sf), compute: where the clock's factors go
+   * (strata_sf_emit); NULL for other apps and in evaluate. */
+  strata_sf_factors *factors;
+  /* evaluate: the task's training data block (data is its eval block), so
+   * an app can score its training examples on the pass's model; NULL in
+   * compute. */
+  const strata_block *train;
 } strata_task_view;
 
 /* Which parameter block block_objective is given. */
@@ -207,6 +222,11 @@ typedef struct strata_app {
   /* Coordinator, optional: app fields for the metrics summary (--metrics-out),
    * e.g. "rank", "ratings". */
   void (*describe)(const void *cfg, const strata_problem *prob, strata_json *j);
+  /* Sufficient-factor apps (strata/sf.h): how a factor is applied and the
+   * step after each clock; NULL for every other app. An app that sets it
+   * runs in sfb, serial and the parameter-server modes (not scheduled with
+   * more than one worker: every worker updates the same matrix). */
+  const struct strata_sf_ops *sf;
   /* Coordinator, optional: write the final model (blocks hold final values).
    * An app whose parameters can turn non-finite without its objectives
    * showing it checks them here and refuses with STRATA_EDIVERGED. */

@@ -43,6 +43,14 @@ typedef struct strata_engine_opts {
    * (its table cache as it stands at its pass end) and report it per pass
    * as view_objectives: what the workers' reads saw. */
   int score_view;
+  /* sfb (sufficient factor broadcasting; strata/sf.h): each worker sends its
+   * factors to this many out-peers (1..P-1); 0: to every other worker. The
+   * staleness bound is `staleness` (0: BSP). */
+  int peers;
+  /* sfb: digest every replica at every clock end and report the digests of
+   * each pass (replica_digest in the metrics): with full broadcast and
+   * staleness 0 they agree on every worker. Costs a pass over W a clock. */
+  int check_replicas;
 } strata_engine_opts;
 
 /* Checks the mode's settings and fills its defaults: staleness < 0 means
@@ -55,7 +63,8 @@ STRATA_EXPORT int strata_engine_resolve(strata_engine_opts *o, int staleness_giv
 
 typedef struct strata_worker_stats {
   double time_s;    /* pass wall time on that worker (processing + waits) */
-  double compute_s; /* inside compute callbacks */
+  double compute_s; /* inside compute callbacks (and applying an SF app's factors) */
+  double apply_s;   /* of compute_s: applying sufficient factors (strata/sf.h) */
   double wait_s;    /* blocked on incoming chunks or outgoing buffers */
   double eval_s;    /* model exchange and evaluation, outside time_s */
   double cpu_s;     /* process CPU time (all threads) over the pass and its evaluation */
@@ -70,6 +79,25 @@ typedef struct strata_worker_stats {
   int64_t diff_sum;
   uint64_t reads;
   uint64_t hist[STRATA_TABLE_HIST];
+  /* sfb: factor sets (one per peer and clock) and factors this worker
+   * applied from its in-peers, and each factor's delay: the clock it was
+   * applied at minus the clock it was made in minus 1, so 0 when it comes in
+   * time for the next clock (always, under staleness 0); delay_hist[d]
+   * counts delay d, the last bucket everything later. factors_out: factors
+   * this worker computed (each sent to every out-peer); from_mask: bit q
+   * set when a set came from worker q (q < 64). */
+  uint64_t sets_in, factors_in, factors_out;
+  uint64_t delay_sum;
+  int32_t delay_max;
+  int32_t replica_checked; /* replica_digest is set (--check-replicas) */
+  uint64_t delay_hist[STRATA_TABLE_HIST];
+  uint64_t from_mask;
+  uint64_t replica_digest; /* FNV-1a over the replica's bytes at each clock end of the pass */
+  /* sfb, worker 0's report: the largest |W_p - W_q| over every pair of
+   * workers' replicas at the pass's end, taken over drift_rows rows of W
+   * (every row, or an even sample of about 2^20 floats); -1: not measured. */
+  double drift;
+  uint32_t drift_rows;
 } strata_worker_stats;
 
 typedef struct strata_pass_stats {
@@ -86,6 +114,9 @@ typedef struct strata_pass_stats {
   int has_view;             /* score_view: view_objectives are set */
   double view_objectives[STRATA_MAX_OBJECTIVES]; /* the workers' views, summed as
                               the objectives are */
+  double drift;             /* sfb: largest replica difference at the pass's end
+                               (strata_worker_stats.drift); -1 elsewhere */
+  uint32_t drift_rows;
 } strata_pass_stats;
 
 /* Everything a run measured; filled on the coordinator (rank 0). */
@@ -122,6 +153,12 @@ typedef struct strata_run_result {
                         job (strata_comm_abort). Set on every rank. */
   int workers_done;  /* every worker finished its passes and waits in
                         strata_engine_finish for the verdict */
+  /* sfb: the partial-broadcast topology: Q out-peers per worker (peers[p * Q
+   * + j], strata_malloc'd), its diameter tau (the clocks an update's effect
+   * takes to reach every worker), the lower bound on tau for (P, Q) and
+   * whether tau is proven minimal. Zero in other modes. */
+  int sfb_peers, sfb_tau, sfb_tau_lower, sfb_tau_optimal;
+  int *sfb_topology;
 } strata_run_result;
 
 /*

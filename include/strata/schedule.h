@@ -16,6 +16,11 @@
  *    rotating block is used in every sub-epoch), and a resident block by at
  *    most one;
  *  - a resident block is only ever used by one worker (it never moves).
+ * A shared schedule (data-parallel: every worker holds its own copy of every
+ * rotating block, as for sufficient-factor apps, strata/sf.h) drops the
+ * rotating rule: any task may use any rotating block. Only the modes that
+ * give every worker every rotating block (sfb and the parameter-server
+ * modes) and serial mode run a shared schedule.
  */
 #ifndef STRATA_SCHEDULE_H
 #define STRATA_SCHEDULE_H
@@ -35,6 +40,8 @@ typedef struct strata_schedule {
   int n_workers;
   int n_subepochs;
   int n_data, n_resident, n_rotating;
+  /* 1: shared (above). Set between strata_schedule_init and finish. */
+  int shared;
   /* Tasks of (sub-epoch s, worker w) are tasks[offsets[s*n_workers + w] ..
    * offsets[s*n_workers + w + 1]), valid after strata_schedule_finish. */
   int *offsets;
@@ -76,7 +83,8 @@ STRATA_EXPORT const strata_task *strata_schedule_tasks(const strata_schedule *s,
 STRATA_EXPORT int strata_schedule_data_owner(const strata_schedule *s, int d);
 /* Worker that owns resident block r (-1 if unused). */
 STRATA_EXPORT int strata_schedule_resident_owner(const strata_schedule *s, int r);
-/* Worker that uses rotating block r in sub-epoch sub (-1 if none). */
+/* Worker that uses rotating block r in sub-epoch sub (-1 if none; in a
+ * shared schedule the lowest-numbered worker that uses it). */
 STRATA_EXPORT int strata_schedule_rotating_holder(const strata_schedule *s, int r, int sub);
 
 /*
@@ -89,6 +97,15 @@ STRATA_EXPORT int strata_schedule_rotating_holder(const strata_schedule *s, int 
  * nowhere when both rows share a worker. Produces a finished schedule.
  */
 STRATA_EXPORT int strata_schedule_diagonal(strata_schedule *s, int P, int B);
+
+/*
+ * Data-parallel minibatches (sufficient-factor apps, strata/sf.h): C
+ * sub-epochs, one per clock of a pass; in sub-epoch c worker p runs one
+ * task: data block c * P + p (its minibatch of clock c), resident block p,
+ * rotating block 0. Shared; produces a finished schedule. 0, STRATA_EINVAL
+ * (P or C < 1, or P * C beyond an int) or STRATA_ENOMEM.
+ */
+STRATA_EXPORT int strata_schedule_minibatches(strata_schedule *s, int P, int C);
 
 /* Deals n ids (users, items, documents, words) to B blocks so that every
  * block carries about the same load (count[i] is id i's: ratings, tokens):

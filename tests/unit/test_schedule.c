@@ -474,7 +474,7 @@ static void test_unpack_corrupt_fails(void **state) {
   size_t len;
   assert_int_equal(strata_schedule_pack(&s, &buf, &len), 0);
   int32_t *p = buf;
-  size_t nk = 2 * 2 + 1, q = 5 + nk;
+  size_t nk = 2 * 2 + 1, q = 6 + nk; /* 6 header ints, the offsets, the tasks */
   /* a task naming a data block beyond n_data */
   int32_t saved = p[q];
   p[q] = 99;
@@ -509,7 +509,7 @@ static void test_unpack_corrupt_fails(void **state) {
  *
  * LIBRARY BUG (scheduler/schedule.c, strata_schedule_unpack): only the last
  * offset is checked against len; intermediate offsets are trusted, so the
- * loop `for (i = p[5+k]; i < p[5+k+1]; i++)` reads tasks q[3*i] beyond the
+ * loop over each (sub-epoch, worker)'s offsets reads tasks q[3*i] beyond the
  * end of the buffer (and before it, for negative offsets).
  */
 static void test_unpack_stays_within_buffer(void **state) {
@@ -530,8 +530,8 @@ static void test_unpack_stays_within_buffer(void **state) {
   memcpy(at, buf, len);
   strata_free(buf);
   int32_t *p = (int32_t *)at;
-  /* offsets at p[5..9] = 0 1 2 3 4; let (sub 0, worker 0) claim a million. */
-  p[6] = 1000000;
+  /* offsets at p[6..10] = 0 1 2 3 4; let (sub 0, worker 0) claim a million. */
+  p[7] = 1000000;
 
   fflush(NULL);
   pid_t pid = fork();

@@ -1,0 +1,607 @@
+/*
+ * The sfb back-end: sufficient factor broadcasting (strata/sf.h; the seed's
+ * section 3). Every worker holds a replica of the app's matrix W, its one
+ * rotating block. A clock is one task (a minibatch): acquire brings the
+ * replica up to date under the staleness rule, the app's compute emits the
+ * clock's factors, and release sends them, as one message, to each of this
+ * worker's out-peers (worker/sfb_topology.h: every other worker, or Q of
+ * them) and keeps them for its own replica. Nothing passes through the
+ * coordinator or a server, and nobody relays what it receives: under
+ * partial broadcast an update reaches a worker d hops away only through the
+ * d - 1 later updates of the workers in between.
+ *
+ * The rule, before clock g: every factor set of clocks <= g - 1 - s from
+ * each in-peer has been applied (s = --staleness; the receive waits for it
+ * with the back-off wait, not spinning), and this worker's own sets of
+ * clocks <= g - 1. Any set of a clock <= g - 1 that has arrived is applied
+ * too, none of a later clock: a peer up to s clocks ahead does not hand
+ * this replica its future (the seed's tau_p^q(c) <= c - 1). Sets are applied
+ * clock by clock, within a clock in worker order, then the app's clock_end
+ * step; a set that comes after its clock was closed (s > 0) is applied as
+ * soon as it comes. So with s = 0 and full broadcast every replica performs
+ * the same float operations in the same order and the replicas are equal
+ * bit for bit at every clock end.
+ *
+ * A pass ends by applying what the next clock's start would (the model it
+ * is scored on); the last pass waits for every set, so the replica that is
+ * exported holds every factor it is sent.
+ */
+#include <math.h>
+#include <sched.h>
+#include <string.h>
+
+#include "core/sf.h"
+#include "core/wait.h"
+#include "strata/core.h"
+#include "worker/backend.h"
+#include "worker/sfb_topology.h"
+
+/* One of this worker's own factor sets: sent to every out-peer and
+ * applied to the replica at the next clock's start. */
+typedef struct own_set {
+  strata_sf_factors f;
+  strata_req *reqs; /* one send per out-peer */
+  int64_t clock;    /* -1: the slot is free */
+  int applied;
+} own_set;
+
+/* A set received from a peer, waiting to be applied. */
+typedef struct in_set {
+  void *buf;
+  size_t len;
+  int64_t clock;
+} in_set;
+
+/* A FIFO per sender: MPI keeps one sender's messages of one tag in order,
+ * so clocks come in ascending. */
+typedef struct in_queue {
+  in_set *v;
+  size_t head, n, cap;
+} in_queue;
+
+typedef struct sfb {
+  strata__worker *w;
+  strata_block *W;
+  uint32_t J, D;
+  int P, me, Q, s;
+  int *out, *in; /* out-peers (Q), in-peers (n_in) */
+  int n_in;
+  uint64_t in_mask;
+  int64_t clock;   /* clocks ended so far: the task under way is this clock */
+  int per_pass;    /* clocks (tasks) per pass */
+  int64_t next;    /* the lowest clock whose clock_end has not run */
+  int64_t *have;   /* have[q]: the latest clock received from q (-1 none) */
+  in_queue *queue; /* per sender */
+  own_set *own;
+  int n_own;
+  strata_worker_stats *st; /* the pass under way's stats */
+  uint64_t digest;         /* --check-replicas: this pass's digest */
+  int digest_any;
+  /* drift: worker 0 gathers an even sample of every replica's rows */
+  uint32_t drift_stride, drift_rows;
+  float *drift_mine, *drift_all; /* rows x J; worker 0: P of them */
+  strata_req *drift_reqs;
+  int drift_sending;
+} sfb;
+
+static void queue_free(in_queue *q) {
+  for (size_t i = 0; i < q->n; i++) strata_free(q->v[(q->head + i) % q->cap].buf);
+  strata_free(q->v);
+  memset(q, 0, sizeof *q);
+}
+
+static int queue_push(in_queue *q, in_set e) {
+  if (q->n == q->cap) {
+    size_t cap = q->cap ? 2 * q->cap : 8;
+    in_set *v = strata_malloc(cap * sizeof *v);
+    if (!v) return STRATA_ENOMEM;
+    for (size_t i = 0; i < q->n; i++) v[i] = q->v[(q->head + i) % q->cap];
+    strata_free(q->v);
+    q->v = v;
+    q->head = 0;
+    q->cap = cap;
+  }
+  q->v[(q->head + q->n++) % q->cap] = e;
+  return 0;
+}
+
+static in_set *queue_front(in_queue *q) { return q->n ? &q->v[q->head] : NULL; }
+
+static void queue_pop(in_queue *q) {
+  strata_free(q->v[q->head].buf);
+  q->head = (q->head + 1) % q->cap;
+  q->n--;
+}
+
+/* FNV-1a over bytes, continuing from h. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+  return h;
+}
+
+/* Takes in every factor message that has arrived. */
+static int receive(sfb *b) {
+  strata_transport *t = b->w->t;
+  for (;;) {
+    int got = 0, src = 0;
+    void *buf = NULL;
+    size_t len = 0;
+    int rc = t->poll(t->impl, TAG_SFB, &got, &src, &buf, &len);
+    if (rc || !got) return rc;
+    int q = src - 1;
+    rc = strata__sf_check(buf, len, b->J, b->D);
+    const strata__sf_head *h = buf;
+    if (!rc && (q < 0 || q >= b->P || !(b->in_mask >> (q % 64) & 1) || h->sender != q ||
+                h->clock != b->have[q] + 1))
+      rc = strata_err_set(STRATA_ECOMM, "worker %d: factors from rank %d out of order", b->me, src);
+    if (!rc && (rc = queue_push(&b->queue[q], (in_set){buf, len, h->clock})))
+      rc = strata_err_set(STRATA_ENOMEM, "worker %d: out of memory for factors", b->me);
+    if (rc) {
+      strata_free(buf);
+      return rc;
+    }
+    b->have[q] = h->clock;
+    b->st->bytes_recv += len;
+  }
+}
+
+/* Frees own sets whose sends are done and that the replica has. */
+static int progress_sends(sfb *b) {
+  strata_transport *t = b->w->t;
+  for (int i = 0; i < b->n_own; i++) {
+    own_set *o = &b->own[i];
+    if (o->clock < 0) continue;
+    int all = 1;
+    if (t && b->Q) {
+      int rc = t->test_all(t->impl, o->reqs, b->Q, &all);
+      if (rc) return rc;
+    }
+    if (all && o->applied) o->clock = -1;
+  }
+  return 0;
+}
+
+static own_set *own_of(sfb *b, int64_t clock) {
+  for (int i = 0; i < b->n_own; i++)
+    if (b->own[i].clock == clock) return &b->own[i];
+  return NULL;
+}
+
+/* Whether every in-peer has sent its sets of clocks <= upto. */
+static int arrived(const sfb *b, int64_t upto) {
+  for (int i = 0; i < b->n_in; i++)
+    if (b->have[b->in[i]] < upto) return 0;
+  return 1;
+}
+
+typedef struct wait_ctx {
+  sfb *b;
+  int64_t upto;
+} wait_ctx;
+
+static int poll_sets(void *ctx, int *done, int *progressed) {
+  wait_ctx *c = ctx;
+  int64_t before = 0;
+  for (int i = 0; i < c->b->n_in; i++) before += c->b->have[c->b->in[i]];
+  int rc = receive(c->b);
+  if (!rc) rc = progress_sends(c->b);
+  int64_t after = 0;
+  for (int i = 0; i < c->b->n_in; i++) after += c->b->have[c->b->in[i]];
+  *progressed = after != before;
+  *done = arrived(c->b, c->upto);
+  return rc;
+}
+
+/* Receives until every in-peer's sets up to clock upto are in. This is
+ * the critical path of every clock under a small staleness, and a sleep
+ * of the back-off wait lasts a millisecond or more however short it is
+ * asked to be, so the wait first polls without sleeping, yielding the core
+ * between polls (with more workers than cores, the peer it waits for may
+ * need it); only a wait longer than SPIN_S falls back to sleeping. */
+#define SPIN_S 2e-3
+static int wait_for(sfb *b, int64_t upto) {
+  int rc = receive(b);
+  if (rc || upto < 0 || arrived(b, upto)) return rc;
+  double t0 = strata_now();
+  wait_ctx c = {b, upto};
+  int done = 0, progressed;
+  while (!rc && !done && strata_now() - t0 < SPIN_S) {
+    sched_yield();
+    rc = poll_sets(&c, &done, &progressed);
+  }
+  if (!rc && !done) {
+    strata__wait_conf wc = {.ceiling = STRATA__WAIT_PROMPT};
+    rc = strata__wait(poll_sets, &c, &wc);
+  }
+  b->st->wait_s += strata_now() - t0;
+  return rc;
+}
+
+static void apply_set(sfb *b, const void *buf, size_t len) {
+  const strata_sf_ops *sf = b->w->app->sf;
+  strata__sf_apply_all(buf, len, b->W, sf->apply, b->w->state);
+}
+
+/* A peer's set of clock t applied while clocks <= limit are due: its delay. */
+static void count_set(sfb *b, int q, const void *buf, int64_t t, int64_t limit) {
+  const strata__sf_head *h = buf;
+  strata_worker_stats *st = b->st;
+  int64_t d = limit - t;
+  st->sets_in++;
+  st->factors_in += h->n;
+  st->delay_sum += (uint64_t)d * h->n;
+  if (d > st->delay_max) st->delay_max = (int32_t)d;
+  st->delay_hist[d < STRATA_TABLE_HIST - 1 ? d : STRATA_TABLE_HIST - 1] += h->n;
+  st->from_mask |= q < 64 ? 1ull << q : 0;
+}
+
+/* Applies every set that has arrived of clocks <= limit, clock by clock and
+ * in worker order within a clock, running clock_end once for each clock
+ * from `next` to limit. */
+static int apply_upto(sfb *b, int64_t limit) {
+  strata__worker *w = b->w;
+  const strata_sf_ops *sf = w->app->sf;
+  double t0 = strata_now();
+  int64_t from = b->next;
+  for (int q = 0; q < b->P; q++) {
+    in_set *e = q == b->me ? NULL : queue_front(&b->queue[q]);
+    if (e && e->clock < from) from = e->clock;
+  }
+  int rc = 0;
+  for (int64_t t = from; t <= limit && !rc; t++) {
+    for (int q = 0; q < b->P; q++) {
+      if (q == b->me) {
+        own_set *o = t >= b->next ? own_of(b, t) : NULL;
+        if (o && !o->applied) {
+          apply_set(b, o->f.buf, o->f.len);
+          o->applied = 1;
+        }
+        continue;
+      }
+      in_set *e = queue_front(&b->queue[q]);
+      if (!e || e->clock != t) continue;
+      apply_set(b, e->buf, e->len);
+      count_set(b, q, e->buf, t, limit);
+      queue_pop(&b->queue[q]);
+    }
+    if (t < b->next) continue;
+    if (sf->clock_end) {
+      strata_sf_clock ck = {.pass = (int)(t / b->per_pass), .clock = t, .share = 1.0};
+      rc = sf->clock_end(w->state, b->W, &ck);
+    }
+    if (w->opts->check_replicas) {
+      b->digest = fnv(b->digest_any ? b->digest : 0xcbf29ce484222325ull, b->W->buf, b->W->len);
+      b->digest_any = 1;
+    }
+  }
+  if (limit >= b->next) b->next = limit + 1;
+  double dt = strata_now() - t0;
+  b->st->compute_s += dt;
+  b->st->apply_s += dt;
+  return rc;
+}
+
+/* The replica as clock g starts under staleness s: wait, then apply. */
+static int bring_up_to(sfb *b, int64_t g, int s) {
+  int rc = wait_for(b, g - 1 - s);
+  if (!rc) rc = apply_upto(b, g - 1);
+  if (!rc) rc = progress_sends(b);
+  return rc;
+}
+
+static int sfb_acquire(void *be, const strata_task_view *tv, strata_worker_stats *st) {
+  sfb *b = be;
+  (void)tv;
+  b->st = st;
+  return bring_up_to(b, b->clock, b->s);
+}
+
+/* A free slot for an own set (one whose sends completed and which the
+ * replica has), or a new one. */
+static own_set *own_slot(sfb *b) {
+  for (int i = 0; i < b->n_own; i++)
+    if (b->own[i].clock < 0) return &b->own[i];
+  own_set *v = strata_realloc(b->own, ((size_t)b->n_own + 1) * sizeof *v);
+  if (!v) return NULL;
+  b->own = v;
+  own_set *o = &b->own[b->n_own];
+  memset(o, 0, sizeof *o);
+  o->clock = -1;
+  strata__sf_init(&o->f, b->J, b->D);
+  if (b->Q && !(o->reqs = strata_calloc((size_t)b->Q, sizeof *o->reqs))) return NULL;
+  b->n_own++;
+  return o;
+}
+
+static int sfb_release(void *be, const strata_task_view *tv, strata_worker_stats *st) {
+  sfb *b = be;
+  strata__worker *w = b->w;
+  b->st = st;
+  const strata_engine_opts *o = w->opts;
+  /* A straggler's delay ends its clock's work, before the factors go. */
+  if (o->straggler_ms && b->clock % b->P == b->me)
+    st->delay_s += strata__straggle_ms(o->straggler_ms, o->straggler_spin);
+  own_set *slot = own_slot(b);
+  if (!slot) return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory for factors", b->me);
+  /* The loop's set becomes this slot's; the slot's spare memory goes back
+   * to the loop for the next clock. */
+  strata__sf_swap(&slot->f, tv->factors);
+  strata__sf_head *h = (strata__sf_head *)slot->f.buf;
+  h->clock = b->clock;
+  h->sender = b->me;
+  slot->clock = b->clock;
+  slot->applied = 0;
+  st->factors_out += h->n;
+  int rc = 0;
+  for (int j = 0; j < b->Q && !rc; j++) {
+    rc = w->t->isend(w->t->impl, slot->f.buf, slot->f.len, b->out[j] + 1, TAG_SFB, &slot->reqs[j]);
+    st->bytes_sent += slot->f.len;
+  }
+  st->clocks++;
+  b->clock++;
+  if (!rc) rc = receive(b);
+  if (!rc) rc = progress_sends(b);
+  return rc;
+}
+
+static int sfb_begin_pass(void *be, int pass, strata_worker_stats *st) {
+  sfb *b = be;
+  (void)pass;
+  b->st = st;
+  b->digest_any = 0;
+  return 0;
+}
+
+static int sfb_nop_subepoch(void *be, int pass, int s, strata_worker_stats *st) {
+  (void)be, (void)pass, (void)s, (void)st;
+  return 0;
+}
+
+/* The pass's end: the replica as the next clock would start on it; after
+ * the last pass, with every set in. */
+static int sfb_end_pass(void *be, int pass, strata_worker_stats *st) {
+  sfb *b = be;
+  b->st = st;
+  int last = pass == b->w->setup.passes - 1;
+  return bring_up_to(b, b->clock, last ? 0 : b->s);
+}
+
+static void sfb_stats(void *be, strata_worker_stats *st) {
+  sfb *b = be;
+  if (b->w->opts->check_replicas) {
+    st->replica_checked = 1;
+    st->replica_digest = b->digest;
+  }
+}
+
+/* Worker 0 gathers an even sample of rows from every replica and reports
+ * the largest difference between any two; the others send theirs. The
+ * previous pass's send completed long ago (worker 0 received it). */
+static int drift(sfb *b, strata_worker_stats *st) {
+  strata__worker *w = b->w;
+  strata_transport *t = w->t;
+  st->drift = -1;
+  if (b->P < 2) return 0;
+  size_t row = (size_t)b->J * sizeof(float), n = (size_t)b->drift_rows * b->J;
+  int rc = 0;
+  if (b->drift_sending && (rc = strata_comm_wait_idle(t, &b->drift_reqs[0]))) return rc;
+  b->drift_sending = 0;
+  float *mine = b->me ? b->drift_mine : b->drift_all;
+  for (uint32_t i = 0; i < b->drift_rows; i++)
+    memcpy(mine + (size_t)i * b->J, (char *)b->W->buf + (size_t)i * b->drift_stride * row, row);
+  if (b->me) {
+    rc = t->isend(t->impl, mine, n * sizeof(float), 1, TAG_SFB_DRIFT, &b->drift_reqs[0]);
+    b->drift_sending = !rc;
+    st->eval_bytes += n * sizeof(float);
+    return rc;
+  }
+  for (int q = 1; q < b->P && !rc; q++)
+    rc = t->irecv(t->impl, b->drift_all + (size_t)q * n, n * sizeof(float), q + 1, TAG_SFB_DRIFT,
+                  &b->drift_reqs[q]);
+  if (!rc) rc = strata_comm_wait_all_idle(t, b->drift_reqs + 1, b->P - 1);
+  if (rc) return rc;
+  double worst = 0;
+  for (size_t x = 0; x < n; x++) {
+    float lo = b->drift_all[x], hi = lo;
+    for (int q = 1; q < b->P; q++) {
+      float v = b->drift_all[(size_t)q * n + x];
+      lo = v < lo ? v : lo;
+      hi = v > hi ? v : hi;
+    }
+    double d = (double)hi - (double)lo;
+    if (!(d <= worst)) worst = d; /* a NaN replica shows as NaN */
+  }
+  st->drift = worst;
+  st->drift_rows = b->drift_rows;
+  return 0;
+}
+
+/* block_objective of this worker's resident blocks and, on worker 0, of W:
+ * every block once across workers. */
+static int block_objectives(sfb *b, int pass, double *partials) {
+  strata__worker *w = b->w;
+  int rc = 0;
+  for (int i = 0; i < w->sched.n_resident && !rc; i++)
+    if (strata_schedule_resident_owner(&w->sched, i) == w->me)
+      rc = w->app->block_objective(w->state, pass, STRATA_BLOCK_RESIDENT, i, &w->res[i], partials);
+  if (!rc && w->me == 0) rc = w->app->block_objective(w->state, pass, STRATA_BLOCK_ROTATING, 0, b->W, partials);
+  return rc;
+}
+
+static int sfb_evaluate(void *be, int pass, pass_report *rep) {
+  sfb *b = be;
+  strata__worker *w = b->w;
+  strata_worker_stats *st = &rep->stats;
+  double t0 = strata_now();
+  int rc = w->app->block_objective ? block_objectives(b, pass, rep->partials) : 0;
+  if (!rc && w->has_eval && w->app->evaluate) rc = strata__worker_score(w, pass, rep->partials);
+  if (!rc && w->t) rc = drift(b, st);
+  st->eval_s += strata_now() - t0;
+  strata__worker_stamp(w, st);
+  if (!rc) rc = w->report(w->report_ud, rep);
+  return rc;
+}
+
+/* While a verdict is on its way (begin_pass has run): take in factors,
+ * let sends finish. */
+static int sfb_idle(void *be) {
+  sfb *b = be;
+  int rc = receive(b);
+  return rc ? rc : progress_sends(b);
+}
+
+/* Every set this worker is owed is in and applied (a stopped run ends at
+ * the same pass everywhere), every send complete. */
+static int sfb_close(void *be, int stopped) {
+  sfb *b = be;
+  strata_worker_stats scratch = {0};
+  b->st = &scratch;
+  int rc = stopped ? bring_up_to(b, b->clock, 0) : 0;
+  for (int i = 0; i < b->n_own && !rc; i++)
+    if (b->own[i].clock >= 0 && b->Q) rc = strata_comm_wait_all_idle(b->w->t, b->own[i].reqs, b->Q);
+  if (!rc && b->drift_sending) rc = strata_comm_wait_idle(b->w->t, &b->drift_reqs[0]);
+  b->drift_sending = 0;
+  return rc;
+}
+
+static void sfb_free(void *be) {
+  sfb *b = be;
+  if (!b) return;
+  for (int q = 0; b->queue && q < b->P; q++) queue_free(&b->queue[q]);
+  for (int i = 0; i < b->n_own; i++) {
+    strata__sf_close(&b->own[i].f);
+    strata_free(b->own[i].reqs);
+  }
+  strata_free(b->own);
+  strata_free(b->queue);
+  strata_free(b->have);
+  strata_free(b->out);
+  strata_free(b->in);
+  strata_free(b->drift_mine);
+  strata_free(b->drift_all);
+  strata_free(b->drift_reqs);
+  strata_free(b);
+}
+
+/* Q out-peers: the option, or every other worker. */
+static int peers_of(const strata_engine_opts *o, int P) { return o->peers ? o->peers : P - 1; }
+
+static int sfb_open(strata__worker *w, void **out) {
+  sfb *b = strata_calloc(1, sizeof *b);
+  *out = b;
+  if (!b) return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
+  b->w = w;
+  b->W = &w->rot[0];
+  b->J = b->W->row_bytes / sizeof(float);
+  b->D = b->W->nrows;
+  b->P = w->sched.n_workers;
+  b->me = w->me;
+  b->s = w->opts->staleness;
+  b->Q = b->P > 1 ? peers_of(w->opts, b->P) : 0;
+  b->have = strata_malloc((size_t)b->P * sizeof *b->have);
+  b->queue = strata_calloc((size_t)b->P, sizeof *b->queue);
+  b->out = strata_malloc(((size_t)b->Q + 1) * sizeof *b->out);
+  b->in = strata_malloc((size_t)b->P * sizeof *b->in);
+  b->drift_reqs = strata_calloc((size_t)b->P, sizeof *b->drift_reqs);
+  if (!b->have || !b->queue || !b->out || !b->in || !b->drift_reqs)
+    return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
+  for (int q = 0; q < b->P; q++) b->have[q] = -1;
+  for (int e = 0; e < w->sched.n_subepochs; e++) {
+    int n;
+    strata_schedule_tasks(&w->sched, e, w->me, &n);
+    b->per_pass += n;
+  }
+  if (b->Q) {
+    strata__topology topo;
+    int rc = strata__sfb_topology(b->P, b->Q, &topo);
+    if (rc) return rc;
+    memcpy(b->out, topo.peers + (size_t)b->me * b->Q, (size_t)b->Q * sizeof *b->out);
+    for (int p = 0; p < b->P; p++)
+      for (int j = 0; j < b->Q; j++)
+        if (topo.peers[p * b->Q + j] == b->me) {
+          b->in[b->n_in++] = p;
+          b->in_mask |= p < 64 ? 1ull << p : 0;
+        }
+    strata__topology_close(&topo);
+    /* Rows of the drift sample: every stride-th, about 2^20 floats. */
+    uint64_t floats = (uint64_t)b->D * b->J, cap = 1u << 20;
+    b->drift_stride = (uint32_t)(floats > cap ? (floats + cap - 1) / cap : 1);
+    b->drift_rows = (b->D + b->drift_stride - 1) / b->drift_stride;
+    size_t n = (size_t)b->drift_rows * b->J;
+    b->drift_mine = strata_malloc(n * sizeof(float));
+    b->drift_all = b->me ? NULL : strata_malloc((size_t)b->P * n * sizeof(float));
+    if (!b->drift_mine || (!b->me && !b->drift_all))
+      return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
+  }
+  return 0;
+}
+
+/* The staleness bound (default 0: BSP); none of the table settings. */
+static int sfb_resolve(strata_engine_opts *o, int s_given, int wpc_given, int pf_given) {
+  if (s_given && o->staleness < 0)
+    return strata_err_set(STRATA_EUSAGE, "--staleness must be >= 0, got %d", o->staleness);
+  if (wpc_given || pf_given)
+    return strata_err_set(STRATA_EUSAGE,
+                          "--%s applies to the parameter-server modes, not --mode sfb (a clock is a "
+                          "minibatch; factors go straight to peers)",
+                          wpc_given ? "wpc" : "prefetch");
+  if (o->peers < 0) return strata_err_set(STRATA_EUSAGE, "--peers must be >= 1, got %d", o->peers);
+  if (!s_given) o->staleness = 0;
+  o->wpc = 0;
+  o->prefetch = STRATA_PREFETCH_NONE;
+  return 0;
+}
+
+/* Workers run up to s clocks apart, a pass being at least one clock. */
+static int sfb_control_lag(const strata_engine_opts *o) { return 2 + o->staleness; }
+
+/* sfb needs a sufficient-factor app and the same number of clocks per pass
+ * on every worker (the engine checked --peers against P already). */
+static int sfb_check(const strata_engine_opts *o, const strata_app *app, const strata_setup *setup,
+                     const strata_problem *p, const strata_schedule *s) {
+  (void)p;
+  (void)o, (void)setup;
+  if (!app->sf)
+    return strata_err_set(STRATA_EUSAGE,
+                          "%s: --mode sfb needs a sufficient-factor app (strata/sf.h: mlr, dml, ...)",
+                          app->name);
+  if (!s) return 0;
+  int clocks = -1;
+  for (int q = 0; q < s->n_workers; q++) {
+    int c = 0;
+    for (int e = 0; e < s->n_subepochs; e++) {
+      int n;
+      strata_schedule_tasks(s, e, q, &n);
+      c += n;
+    }
+    if (clocks >= 0 && c != clocks)
+      return strata_err_set(STRATA_ESCHED,
+                            "%s: --mode sfb needs as many clocks (tasks) per pass on every worker; "
+                            "worker %d has %d, worker 0 %d",
+                            app->name, q, c, clocks);
+    clocks = c;
+  }
+  return 0;
+}
+
+const strata__backend strata__sfb_backend = {
+    .name = "sfb",
+    .resolve = sfb_resolve,
+    .control_lag = sfb_control_lag,
+    .check = sfb_check,
+    .all_rotating = 1,
+    .takes_factors = 1,
+    .open = sfb_open,
+    .begin_pass = sfb_begin_pass,
+    .begin_subepoch = sfb_nop_subepoch,
+    .acquire = sfb_acquire,
+    .release = sfb_release,
+    .end_subepoch = sfb_nop_subepoch,
+    .end_pass = sfb_end_pass,
+    .stats = sfb_stats,
+    .evaluate = sfb_evaluate,
+    .idle = sfb_idle,
+    .close = sfb_close,
+    .free = sfb_free,
+};
