@@ -15,30 +15,10 @@
 #include <sys/stat.h>
 
 #include "apps/common/lines.h"
+#include "apps/common/model_files.h"
 #include "strata/core.h"
 #include "strata/json.h"
 #include "strata/mf.h"
-
-typedef struct blob {
-  const void *p;
-  size_t n;
-} blob;
-
-static int fill_blob(FILE *f, void *ud) {
-  const blob *b = ud;
-  return fwrite(b->p, 1, b->n, f) == b->n ? 0 : strata_err_set(STRATA_EIO, "short write");
-}
-
-typedef struct ids {
-  const int64_t *v;
-  uint32_t n;
-} ids;
-
-static int fill_ids(FILE *f, void *ud) {
-  const ids *x = ud;
-  for (uint32_t i = 0; i < x->n; i++) fprintf(f, "%" PRId64 "\n", x->v[i]);
-  return 0;
-}
 
 static int fill_meta(FILE *f, void *ud) {
   const strata_mf_model *m = ud;
@@ -56,20 +36,14 @@ static int fill_meta(FILE *f, void *ud) {
 }
 
 int strata_mf_model_write(const char *dir, const strata_mf_model *m) {
-  if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-    return strata_err_set(STRATA_EIO, "%s: cannot create directory: %s", dir, strerror(errno));
   size_t k = (size_t)m->k;
-  blob W = {m->W, (size_t)m->n_users * k * sizeof(float)};
-  blob H = {m->H, (size_t)m->n_items * k * sizeof(float)};
-  blob bu = {m->bu, (size_t)m->n_users * sizeof(float)};
-  blob bi = {m->bi, (size_t)m->n_items * sizeof(float)};
-  ids u = {m->user_ids, m->n_users}, i = {m->item_ids, m->n_items};
-  int rc = strata_write_atomic_in(dir, "W.f32", fill_blob, &W);
-  if (!rc) rc = strata_write_atomic_in(dir, "H.f32", fill_blob, &H);
-  if (!rc) rc = strata_write_atomic_in(dir, "bu.f32", fill_blob, &bu);
-  if (!rc) rc = strata_write_atomic_in(dir, "bi.f32", fill_blob, &bi);
-  if (!rc) rc = strata_write_atomic_in(dir, "users.txt", fill_ids, &u);
-  if (!rc) rc = strata_write_atomic_in(dir, "items.txt", fill_ids, &i);
+  int rc = strata__model_dir(dir);
+  if (!rc) rc = strata__model_write_blob(dir, "W.f32", m->W, (size_t)m->n_users * k * sizeof(float));
+  if (!rc) rc = strata__model_write_blob(dir, "H.f32", m->H, (size_t)m->n_items * k * sizeof(float));
+  if (!rc) rc = strata__model_write_blob(dir, "bu.f32", m->bu, (size_t)m->n_users * sizeof(float));
+  if (!rc) rc = strata__model_write_blob(dir, "bi.f32", m->bi, (size_t)m->n_items * sizeof(float));
+  if (!rc) rc = strata__model_write_ids(dir, "users.txt", m->user_ids, m->n_users);
+  if (!rc) rc = strata__model_write_ids(dir, "items.txt", m->item_ids, m->n_items);
   /* meta.json last: a directory with it is complete. */
   if (!rc) rc = strata_write_atomic_in(dir, "meta.json", fill_meta, (void *)m);
   return rc;
@@ -83,27 +57,6 @@ void strata_mf_model_close(strata_mf_model *m) {
   strata_free(m->user_ids);
   strata_free(m->item_ids);
   memset(m, 0, sizeof *m);
-}
-
-/* "DIR/NAME" into path; STRATA_EINVAL when it does not fit. */
-static int model_path(char *path, size_t cap, const char *dir, const char *name) {
-  if (snprintf(path, cap, "%s/%s", dir, name) >= (int)cap)
-    return strata_err_set(STRATA_EINVAL, "%s: path too long", dir);
-  return 0;
-}
-
-static int read_blob(const char *dir, const char *name, void *dst, size_t n) {
-  char path[4096];
-  int rc = model_path(path, sizeof path, dir, name);
-  if (rc) return rc;
-  FILE *f = fopen(path, "rb");
-  if (!f) return strata_err_set(STRATA_ENOENT, "%s: cannot open: %s", path, strerror(errno));
-  size_t got = fread(dst, 1, n, f);
-  int extra = fgetc(f) != EOF;
-  fclose(f);
-  if (got != n || extra)
-    return strata_err_set(STRATA_EPARSE, "%s: expected %zu bytes", path, n);
-  return 0;
 }
 
 /* A model with one NaN or infinity scores every pair it touches as NaN, so
@@ -125,83 +78,18 @@ static int check_finite(const char *dir, const char *name, const float *v, uint3
   return 0;
 }
 
-/* One id per line, as fill_ids writes them; blanks around an id and blank
- * lines are tolerated. */
-static int read_ids(const char *dir, const char *name, int64_t *dst, uint32_t n) {
-  char path[4096];
-  int rc = model_path(path, sizeof path, dir, name);
-  if (rc) return rc;
-  strata__lines rd;
-  if ((rc = strata__lines_open(&rd, path))) return rc;
-  uint32_t got = 0;
-  const char *line;
-  size_t len;
-  while ((rc = strata__lines_next(&rd, &line, &len)) > 0) {
-    const char *p = line, *e = line + len;
-    strata_field_trim(&p, &e);
-    if (p == e) continue;
-    if (got == n) {
-      rc = strata_err_set(STRATA_EPARSE, "%s:%zu: more ids than the %u of meta.json", path,
-                          rd.lineno, n);
-      break;
-    }
-    int why = strata__scan_i64(p, e, &dst[got]);
-    if (why != STRATA__NUM_OK) {
-      char q[STRATA_QUOTE_SIZE];
-      strata_quote(q, sizeof q, p, (size_t)(e - p));
-      rc = why == STRATA__NUM_OVERFLOW
-               ? strata_err_set(STRATA_EPARSE, "%s:%zu: id '%s' %s", path, rd.lineno, q,
-                                strata__overflow_why(p, e))
-               : strata_err_set(STRATA_EPARSE, "%s:%zu: id '%s' is not an integer", path,
-                                rd.lineno, q);
-      break;
-    }
-    got++;
-  }
-  if (rc == 0 && got != n)
-    rc = strata_err_set(STRATA_EPARSE, "%s: %u ids, meta.json declares %u", path, got, n);
-  strata__lines_close(&rd);
-  return rc;
-}
-
-/* meta.json is our own output; a key scan is enough to read it back. A
- * non-finite number is written as null, read here as NaN. */
-static int meta_number(const char *text, const char *key, double *out) {
-  char pat[64];
-  snprintf(pat, sizeof pat, "\"%s\":", key);
-  const char *p = strstr(text, pat);
-  if (!p) return -1;
-  p += strlen(pat);
-  while (*p == ' ') p++;
-  if (strncmp(p, "true", 4) == 0) *out = 1;
-  else if (strncmp(p, "false", 5) == 0) *out = 0;
-  else if (strncmp(p, "null", 4) == 0) *out = NAN;
-  else {
-    char *end;
-    *out = strtod(p, &end);
-    if (end == p) return -1;
-  }
-  return 0;
-}
-
-/* An integer in [lo, hi]; false for NaN. */
-static int whole_in(double x, double lo, double hi) { return x >= lo && x <= hi && x == floor(x); }
-
 int strata_mf_model_read(const char *dir, strata_mf_model *m) {
   memset(m, 0, sizeof *m);
   char path[4096], text[4096];
-  int rc = model_path(path, sizeof path, dir, "meta.json");
+  int rc = strata__model_path(path, sizeof path, dir, "meta.json");
+  if (!rc) rc = strata__model_read_meta(dir, text, sizeof text);
   if (rc) return rc;
-  FILE *f = fopen(path, "r");
-  if (!f) return strata_err_set(STRATA_ENOENT, "%s: cannot open: %s", path, strerror(errno));
-  size_t n = fread(text, 1, sizeof text - 1, f);
-  fclose(f);
-  text[n] = '\0';
   double k, mu, bias, users, items;
-  if (!strstr(text, "strata-mf-1") || meta_number(text, "k", &k) || meta_number(text, "mu", &mu) ||
-      meta_number(text, "bias", &bias) || meta_number(text, "users", &users) ||
-      meta_number(text, "items", &items) || !whole_in(k, 1, INT_MAX) ||
-      !whole_in(users, 0, UINT32_MAX - 1) || !whole_in(items, 0, UINT32_MAX - 1))
+  if (!strstr(text, "strata-mf-1") || strata__meta_number(text, "k", &k) ||
+      strata__meta_number(text, "mu", &mu) || strata__meta_number(text, "bias", &bias) ||
+      strata__meta_number(text, "users", &users) || strata__meta_number(text, "items", &items) ||
+      !strata__whole_in(k, 1, INT_MAX) || !strata__whole_in(users, 0, UINT32_MAX - 1) ||
+      !strata__whole_in(items, 0, UINT32_MAX - 1))
     return strata_err_set(STRATA_EPARSE, "%s: not a strata MF model", path);
   if (!isfinite(mu)) return strata_err_set(STRATA_ERANGE, "%s: mu: non-finite value %g", path, mu);
   m->k = (int)k;
@@ -222,12 +110,12 @@ int strata_mf_model_read(const char *dir, strata_mf_model *m) {
   m->item_ids = strata_malloc(((size_t)m->n_items + 1) * sizeof(int64_t));
   if (!m->W || !m->H || !m->bu || !m->bi || !m->user_ids || !m->item_ids)
     rc = strata_err_set(STRATA_ENOMEM, "%s: out of memory", dir);
-  if (!rc) rc = read_ids(dir, "users.txt", m->user_ids, m->n_users);
-  if (!rc) rc = read_ids(dir, "items.txt", m->item_ids, m->n_items);
-  if (!rc) rc = read_blob(dir, "W.f32", m->W, (size_t)m->n_users * K * sizeof(float));
-  if (!rc) rc = read_blob(dir, "H.f32", m->H, (size_t)m->n_items * K * sizeof(float));
-  if (!rc) rc = read_blob(dir, "bu.f32", m->bu, (size_t)m->n_users * sizeof(float));
-  if (!rc) rc = read_blob(dir, "bi.f32", m->bi, (size_t)m->n_items * sizeof(float));
+  if (!rc) rc = strata__model_read_ids(dir, "users.txt", m->user_ids, m->n_users);
+  if (!rc) rc = strata__model_read_ids(dir, "items.txt", m->item_ids, m->n_items);
+  if (!rc) rc = strata__model_read_blob(dir, "W.f32", m->W, (size_t)m->n_users * K * sizeof(float));
+  if (!rc) rc = strata__model_read_blob(dir, "H.f32", m->H, (size_t)m->n_items * K * sizeof(float));
+  if (!rc) rc = strata__model_read_blob(dir, "bu.f32", m->bu, (size_t)m->n_users * sizeof(float));
+  if (!rc) rc = strata__model_read_blob(dir, "bi.f32", m->bi, (size_t)m->n_items * sizeof(float));
   if (!rc) rc = check_finite(dir, "W.f32", m->W, m->n_users, K, "user", m->user_ids);
   if (!rc) rc = check_finite(dir, "H.f32", m->H, m->n_items, K, "item", m->item_ids);
   if (!rc) rc = check_finite(dir, "bu.f32", m->bu, m->n_users, 1, "user", m->user_ids);

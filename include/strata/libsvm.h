@@ -86,4 +86,48 @@ STRATA_EXPORT int strata_libsvm_read(const char *path, const strata_libsvm_opts 
 /* Frees every array and zeroes d; safe on a zeroed set. */
 STRATA_EXPORT void strata_libsvm_close(strata_libsvm *d);
 
+/* ---- synthetic classification data ----------------------------------- */
+/*
+ * Sparse, text-like classification (the shape of the seed's Wikipedia
+ * set): class j owns `support` characteristic features, drawn once from
+ * the D features; a sample takes a uniformly drawn class, and each of its
+ * nnz distinct features comes from its class's support with probability
+ * `signal`, else from all D features; every value is 1/sqrt(nnz), so each
+ * sample has unit norm. Samples 0..samples-1 are the training set and the
+ * next `test` ones the test set, drawn alike; labels are 1..classes.
+ */
+typedef struct strata_libsvm_synth_spec {
+  uint32_t classes;  /* J >= 2 */
+  uint32_t features; /* D */
+  uint32_t nnz;      /* features per sample, <= D / 2 */
+  uint64_t samples;
+  uint64_t test;     /* 0: no test set */
+  uint32_t support;  /* characteristic features per class, <= D */
+  double signal;     /* in [0, 1] */
+  uint64_t seed;
+} strata_libsvm_synth_spec;
+
+/* The defaults: 10 classes, 1000 features, 20 per sample, 10000 samples,
+ * 2000 test, support 40, signal 0.5, seed 1. */
+STRATA_EXPORT void strata_libsvm_synth_defaults(strata_libsvm_synth_spec *spec);
+
+/*
+ * Parses "synth" or "synth:classes=J,features=D,nnz=N,samples=M,test=T,
+ * support=S,signal=F,seed=X" (any subset, any order) over the values in
+ * spec. STRATA_EUSAGE naming the key or value: unknown key, not a number,
+ * a count of 0 (test may be 0), classes < 2, nnz above features / 2,
+ * support above features, signal outside [0, 1].
+ */
+STRATA_EXPORT int strata_libsvm_synth_parse(const char *text, strata_libsvm_synth_spec *spec);
+
+/*
+ * Generates the training set into *train and, with spec->test > 0, the
+ * test set into *test (test may be NULL when spec->test is 0), both
+ * zeroed first. Deterministic for a spec: sample i depends only on the
+ * seed and i. STRATA_ENOMEM (also for sizes beyond memory's reach), and
+ * on failure both are left zeroed.
+ */
+STRATA_EXPORT int strata_libsvm_synth(const strata_libsvm_synth_spec *spec, strata_libsvm *train,
+                                      strata_libsvm *test);
+
 #endif
