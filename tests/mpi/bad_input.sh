@@ -37,6 +37,12 @@ printf '1\t10\t4\n2\t20\n' >badtest.txt
 printf '1\t10\t4\n\001M-\033\033[31mRED\t20\t3\n' >garbage.txt
 printf '2 0:1 1:2\n\001M-\033\033[31mRED 0:1\n' >garbage.dat
 printf '1\t10\t4\n18446744073709551615\t20\t3\n' >hugeid.txt
+# LIBSVM classification files for mlr.
+printf '1 1:0.5 3:1\n2 2:1\n1 1:1 2:0.5\n2 3:1\n' >good.svm
+printf '1 1:0.5 3:1\n2:1 3:1\n' >nolabel.svm
+printf '1 1:0.5\n2 0:1 3:1\n' >index0.svm
+printf '1 1:0.5\n2 3:1 2:1\n' >unsorted.svm
+printf '1 1:0.5\n2 1:nan\n' >nanvalue.svm
 
 case $CASE in
   unknown-flag) WANT=2 MSG="'--bogus'" ARGS=(--data good.txt --bogus) ;;
@@ -97,6 +103,24 @@ case $CASE in
   lda-garbage-line)
     PRINTABLE=1 WANT=1 MSG="garbage.dat:2: pair count '\x01M-\x1b\x1b[31mRED' is not an integer"
     ARGS=(--data garbage.dat) ;;
+  mlr-*) PROG=("$STRATA" mlr) PREFIX="strata mlr: " ;;&
+  mlr-missing-label) WANT=1 MSG="nolabel.svm:2:" ARGS=(--mode sfb --data nolabel.svm) ;;
+  mlr-index-zero) WANT=1 MSG="index0.svm:2:" ARGS=(--mode sfb --data index0.svm) ;;
+  mlr-index-not-increasing) WANT=1 MSG="unsorted.svm:2:" ARGS=(--mode sfb --data unsorted.svm) ;;
+  mlr-value-nan) WANT=1 MSG="nanvalue.svm:2:" ARGS=(--mode sfb --data nanvalue.svm) ;;
+  mlr-test-bad) WANT=1 MSG="index0.svm:2:" ARGS=(--mode sfb --data good.svm --test index0.svm) ;;
+  mlr-missing-file) WANT=1 MSG="missing.svm: cannot open" ARGS=(--mode sfb --data missing.svm) ;;
+  # 50,000 classes x 20,001 rows of W: 4 GB, more than a worker's block may be.
+  mlr-too-large)
+    WANT=1 MSG="too large" ARGS=(--mode sfb --data synth:classes=50000,features=20000,nnz=2,samples=10,test=0) ;;
+  mlr-peers-zero) WANT=2 MSG="--peers" ARGS=(--mode sfb --peers 0 --data good.svm) ;;
+  mlr-peers-all) WANT=2 MSG="--peers 2" ARGS=(--mode sfb --peers 2 --data good.svm) ;;
+  mlr-peers-not-sfb) WANT=2 MSG="--peers" ARGS=(--mode bsp --peers 1 --data good.svm) ;;
+  mlr-scheduled) WANT=2 MSG="--mode scheduled" ARGS=(--data good.svm) ;;
+  mlr-depth) WANT=2 MSG="--depth 2" ARGS=(--mode sfb --depth 2 --data good.svm) ;;
+  mlr-wpc) WANT=2 MSG="--wpc" ARGS=(--mode ssp --wpc 0.5 --data good.svm) ;;
+  mlr-sfb-wpc) WANT=2 MSG="--wpc" ARGS=(--mode sfb --wpc 0.5 --data good.svm) ;;
+  sfb-not-sf-app) WANT=2 MSG="--mode sfb" ARGS=(--mode sfb --data good.txt) ;;
   *) fail "unknown case $CASE" ;;
 esac
 
