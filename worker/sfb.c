@@ -193,29 +193,35 @@ static int poll_sets(void *ctx, int *done, int *progressed) {
   return rc;
 }
 
-/* Receives until every in-peer's sets up to clock upto are in. This is
- * the critical path of every clock under a small staleness, and a sleep
- * of the back-off wait lasts a millisecond or more however short it is
- * asked to be, so the wait first polls without sleeping, yielding the core
- * between polls (with more workers than cores, the peer it waits for may
- * need it); only a wait longer than SPIN_S falls back to sleeping. */
+/* Polls until poll says done. Waits here are on the critical path of a
+ * clock (and of a pass's end, which the next clock's peers wait for), and a
+ * sleep of the back-off wait lasts a millisecond or more however short it
+ * is asked to be, so the wait first polls without sleeping, yielding the
+ * core between polls (with more workers than cores, the peer it waits for
+ * may need it); only a wait longer than SPIN_S falls back to sleeping.
+ * The time goes to *waited. */
 #define SPIN_S 2e-3
-static int wait_for(sfb *b, int64_t upto) {
-  int rc = receive(b);
-  if (rc || upto < 0 || arrived(b, upto)) return rc;
+static int wait_until(strata__poll_fn poll, void *ctx, double *waited) {
   double t0 = strata_now();
-  wait_ctx c = {b, upto};
-  int done = 0, progressed;
+  int rc = 0, done = 0, progressed;
   while (!rc && !done && strata_now() - t0 < SPIN_S) {
-    sched_yield();
-    rc = poll_sets(&c, &done, &progressed);
+    rc = poll(ctx, &done, &progressed);
+    if (!rc && !done) sched_yield();
   }
   if (!rc && !done) {
     strata__wait_conf wc = {.ceiling = STRATA__WAIT_PROMPT};
-    rc = strata__wait(poll_sets, &c, &wc);
+    rc = strata__wait(poll, ctx, &wc);
   }
-  b->st->wait_s += strata_now() - t0;
+  *waited += strata_now() - t0;
   return rc;
+}
+
+/* Receives until every in-peer's sets up to clock upto are in. */
+static int wait_for(sfb *b, int64_t upto) {
+  int rc = receive(b);
+  if (rc || upto < 0 || arrived(b, upto)) return rc;
+  wait_ctx c = {b, upto};
+  return wait_until(poll_sets, &c, &b->st->wait_s);
 }
 
 static void apply_set(sfb *b, const void *buf, size_t len) {
@@ -375,6 +381,16 @@ static void sfb_stats(void *be, strata_worker_stats *st) {
   }
 }
 
+/* Worker 0's wait for the drift samples; factor sets that come meanwhile
+ * are taken in. */
+static int poll_drift(void *ctx, int *done, int *progressed) {
+  sfb *b = ctx;
+  int rc = b->w->t->test_all(b->w->t->impl, b->drift_reqs + 1, b->P - 1, done);
+  if (!rc) rc = receive(b);
+  *progressed = *done;
+  return rc;
+}
+
 /* Worker 0 gathers an even sample of rows from every replica and reports
  * the largest difference between any two; the others send theirs. The
  * previous pass's send completed long ago (worker 0 received it). */
@@ -399,7 +415,8 @@ static int drift(sfb *b, strata_worker_stats *st) {
   for (int q = 1; q < b->P && !rc; q++)
     rc = t->irecv(t->impl, b->drift_all + (size_t)q * n, n * sizeof(float), q + 1, TAG_SFB_DRIFT,
                   &b->drift_reqs[q]);
-  if (!rc) rc = strata_comm_wait_all_idle(t, b->drift_reqs + 1, b->P - 1);
+  double waited = 0;
+  if (!rc) rc = wait_until(poll_drift, b, &waited);
   if (rc) return rc;
   double worst = 0;
   for (size_t x = 0; x < n; x++) {
