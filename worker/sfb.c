@@ -66,7 +66,7 @@ typedef struct sfb {
   int P, me, Q, s;
   int *out, *in; /* out-peers (Q), in-peers (n_in) */
   int n_in;
-  uint64_t in_mask;
+  char *is_in;     /* is_in[q]: q sends to this worker */
   int64_t clock;   /* clocks ended so far: the task under way is this clock */
   int per_pass;    /* clocks (tasks) per pass */
   int64_t next;    /* the lowest clock whose clock_end has not run */
@@ -132,7 +132,7 @@ static int receive(sfb *b) {
     int q = src - 1;
     rc = strata__sf_check(buf, len, b->J, b->D);
     const strata__sf_head *h = buf;
-    if (!rc && (q < 0 || q >= b->P || !(b->in_mask >> (q % 64) & 1) || h->sender != q ||
+    if (!rc && (q < 0 || q >= b->P || !b->is_in[q] || h->sender != q ||
                 h->clock != b->have[q] + 1))
       rc = strata_err_set(STRATA_ECOMM, "worker %d: factors from rank %d out of order", b->me, src);
     if (!rc && (rc = queue_push(&b->queue[q], (in_set){buf, len, h->clock})))
@@ -391,6 +391,16 @@ static int poll_drift(void *ctx, int *done, int *progressed) {
   return rc;
 }
 
+/* A worker's wait for its previous sample to have gone (worker 0 took it
+ * in at the end of that pass, long ago unless this worker runs ahead). */
+static int poll_drift_sent(void *ctx, int *done, int *progressed) {
+  sfb *b = ctx;
+  int rc = b->w->t->test(b->w->t->impl, &b->drift_reqs[0], done);
+  if (!rc) rc = receive(b);
+  *progressed = *done;
+  return rc;
+}
+
 /* Worker 0 gathers an even sample of rows from every replica and reports
  * the largest difference between any two; the others send theirs. The
  * previous pass's send completed long ago (worker 0 received it). */
@@ -401,7 +411,8 @@ static int drift(sfb *b, strata_worker_stats *st) {
   if (b->P < 2) return 0;
   size_t row = (size_t)b->J * sizeof(float), n = (size_t)b->drift_rows * b->J;
   int rc = 0;
-  if (b->drift_sending && (rc = strata_comm_wait_idle(t, &b->drift_reqs[0]))) return rc;
+  double waited = 0;
+  if (b->drift_sending && (rc = wait_until(poll_drift_sent, b, &waited))) return rc;
   b->drift_sending = 0;
   float *mine = b->me ? b->drift_mine : b->drift_all;
   for (uint32_t i = 0; i < b->drift_rows; i++)
@@ -415,7 +426,6 @@ static int drift(sfb *b, strata_worker_stats *st) {
   for (int q = 1; q < b->P && !rc; q++)
     rc = t->irecv(t->impl, b->drift_all + (size_t)q * n, n * sizeof(float), q + 1, TAG_SFB_DRIFT,
                   &b->drift_reqs[q]);
-  double waited = 0;
   if (!rc) rc = wait_until(poll_drift, b, &waited);
   if (rc) return rc;
   double worst = 0;
@@ -461,11 +471,14 @@ static int sfb_evaluate(void *be, int pass, pass_report *rep) {
 }
 
 /* While a verdict is on its way (begin_pass has run): take in factors,
- * let sends finish. */
+ * let sends finish, and give the core up between polls (the loop calls
+ * this back to back). */
 static int sfb_idle(void *be) {
   sfb *b = be;
   int rc = receive(b);
-  return rc ? rc : progress_sends(b);
+  if (!rc) rc = progress_sends(b);
+  sched_yield();
+  return rc;
 }
 
 /* Every set this worker is owed is in and applied (a stopped run ends at
@@ -477,7 +490,8 @@ static int sfb_close(void *be, int stopped) {
   int rc = stopped ? bring_up_to(b, b->clock, 0) : 0;
   for (int i = 0; i < b->n_own && !rc; i++)
     if (b->own[i].clock >= 0 && b->Q) rc = strata_comm_wait_all_idle(b->w->t, b->own[i].reqs, b->Q);
-  if (!rc && b->drift_sending) rc = strata_comm_wait_idle(b->w->t, &b->drift_reqs[0]);
+  double waited = 0;
+  if (!rc && b->drift_sending) rc = wait_until(poll_drift_sent, b, &waited);
   b->drift_sending = 0;
   return rc;
 }
@@ -498,6 +512,7 @@ static void sfb_free(void *be) {
   strata_free(b->drift_mine);
   strata_free(b->drift_all);
   strata_free(b->drift_reqs);
+  strata_free(b->is_in);
   strata_free(b);
 }
 
@@ -521,7 +536,8 @@ static int sfb_open(strata__worker *w, void **out) {
   b->out = strata_malloc(((size_t)b->Q + 1) * sizeof *b->out);
   b->in = strata_malloc((size_t)b->P * sizeof *b->in);
   b->drift_reqs = strata_calloc((size_t)b->P, sizeof *b->drift_reqs);
-  if (!b->have || !b->queue || !b->out || !b->in || !b->drift_reqs)
+  b->is_in = strata_calloc((size_t)b->P, 1);
+  if (!b->have || !b->queue || !b->out || !b->in || !b->drift_reqs || !b->is_in)
     return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
   for (int q = 0; q < b->P; q++) b->have[q] = -1;
   for (int e = 0; e < w->sched.n_subepochs; e++) {
@@ -538,7 +554,7 @@ static int sfb_open(strata__worker *w, void **out) {
       for (int j = 0; j < b->Q; j++)
         if (topo.peers[p * b->Q + j] == b->me) {
           b->in[b->n_in++] = p;
-          b->in_mask |= p < 64 ? 1ull << p : 0;
+          b->is_in[p] = 1;
         }
     strata__topology_close(&topo);
     /* Rows of the drift sample: every stride-th, about 2^20 floats. */
