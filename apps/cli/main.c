@@ -12,11 +12,13 @@
 #include "apps/cli/driver.h"
 #include "apps/lda/lda_app.h"
 #include "strata/core.h"
+#include "strata/dml.h"
 #include "strata/mf.h"
 #include "strata/mlr.h"
 #include "strata_build_info.h"
 
-static const strata_app *const apps[] = {&strata_app_mf, &strata_app_lda, &strata_app_mlr};
+static const strata_app *const apps[] = {&strata_app_mf, &strata_app_lda, &strata_app_mlr,
+                                           &strata_app_dml};
 #define N_APPS (sizeof apps / sizeof apps[0])
 
 static void usage_main(FILE *f) {
