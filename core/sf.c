@@ -162,3 +162,26 @@ void strata__sf_apply_all(const void *buf, size_t len, strata_block *W,
       strata_sf_apply(W, &f);
   }
 }
+
+strata_sf_factors *strata_sf_factors_create(uint32_t J, uint32_t D) {
+  strata_sf_factors *f = strata_malloc(sizeof *f);
+  if (!f) return NULL;
+  strata__sf_init(f, J, D);
+  if (strata__sf_reset(f, 0, 0)) {
+    strata_free(f);
+    return NULL;
+  }
+  return f;
+}
+
+void strata_sf_factors_free(strata_sf_factors *f) {
+  if (!f) return;
+  strata__sf_close(f);
+  strata_free(f);
+}
+
+void strata_sf_factors_clear(strata_sf_factors *f) { strata__sf_reset(f, 0, 0); }
+
+int strata_sf_factors_next(const strata_sf_factors *f, size_t *pos, strata_sf_factor *out) {
+  return strata__sf_next(f->buf, f->len, f->J, f->D, pos, out) == 1;
+}

@@ -105,6 +105,21 @@ STRATA_EXPORT int strata_sf_emit(strata_sf_factors *out, float scale, const floa
 STRATA_EXPORT void strata_sf_apply(strata_block *W, const strata_sf_factor *f);
 
 /*
+ * A factor set of one's own, for testing an app's compute outside the
+ * engine: create one for a J x D matrix, put it in a task view's
+ * `factors`, call compute, then walk what it emitted. Returns NULL when out
+ * of memory; free(NULL) is a no-op; clear empties it.
+ */
+STRATA_EXPORT strata_sf_factors *strata_sf_factors_create(uint32_t J, uint32_t D);
+STRATA_EXPORT void strata_sf_factors_free(strata_sf_factors *f);
+STRATA_EXPORT void strata_sf_factors_clear(strata_sf_factors *f);
+/* The factors in emission order: *pos starts at 0; each call fills *out
+ * (pointing into the set, valid until it changes) and returns 1, then 0
+ * after the last. */
+STRATA_EXPORT int strata_sf_factors_next(const strata_sf_factors *f, size_t *pos,
+                                         strata_sf_factor *out);
+
+/*
  * The minibatch partition: n examples in a fixed order, P workers, K
  * examples per worker per clock. Global minibatch c is examples
  * [c P K, min((c + 1) P K, n)), cut into P consecutive runs of K; worker p
