@@ -66,7 +66,7 @@ typedef struct sfb {
   int P, me, Q, s;
   int *out, *in; /* out-peers (Q), in-peers (n_in) */
   int n_in;
-  uint64_t in_mask;
+  unsigned char *is_in; /* is_in[q]: q is an in-peer (any P, not a word's bits) */
   int64_t clock;   /* clocks ended so far: the task under way is this clock */
   int per_pass;    /* clocks (tasks) per pass */
   int64_t next;    /* the lowest clock whose clock_end has not run */
@@ -132,7 +132,7 @@ static int receive(sfb *b) {
     int q = src - 1;
     rc = strata__sf_check(buf, len, b->J, b->D);
     const strata__sf_head *h = buf;
-    if (!rc && (q < 0 || q >= b->P || !(b->in_mask >> (q % 64) & 1) || h->sender != q ||
+    if (!rc && (q < 0 || q >= b->P || !b->is_in[q] || h->sender != q ||
                 h->clock != b->have[q] + 1))
       rc = strata_err_set(STRATA_ECOMM, "worker %d: factors from rank %d out of order", b->me, src);
     if (!rc && (rc = queue_push(&b->queue[q], (in_set){buf, len, h->clock})))
@@ -478,6 +478,7 @@ static void sfb_free(void *be) {
   strata_free(b->have);
   strata_free(b->out);
   strata_free(b->in);
+  strata_free(b->is_in);
   strata_free(b->drift_mine);
   strata_free(b->drift_all);
   strata_free(b->drift_reqs);
@@ -503,8 +504,9 @@ static int sfb_open(strata__worker *w, void **out) {
   b->queue = strata_calloc((size_t)b->P, sizeof *b->queue);
   b->out = strata_malloc(((size_t)b->Q + 1) * sizeof *b->out);
   b->in = strata_malloc((size_t)b->P * sizeof *b->in);
+  b->is_in = strata_calloc((size_t)b->P, sizeof *b->is_in);
   b->drift_reqs = strata_calloc((size_t)b->P, sizeof *b->drift_reqs);
-  if (!b->have || !b->queue || !b->out || !b->in || !b->drift_reqs)
+  if (!b->have || !b->queue || !b->out || !b->in || !b->is_in || !b->drift_reqs)
     return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
   for (int q = 0; q < b->P; q++) b->have[q] = -1;
   for (int e = 0; e < w->sched.n_subepochs; e++) {
@@ -521,7 +523,7 @@ static int sfb_open(strata__worker *w, void **out) {
       for (int j = 0; j < b->Q; j++)
         if (topo.peers[p * b->Q + j] == b->me) {
           b->in[b->n_in++] = p;
-          b->in_mask |= p < 64 ? 1ull << p : 0;
+          b->is_in[p] = 1;
         }
     strata__topology_close(&topo);
     /* Rows of the drift sample: every stride-th, about 2^20 floats. */
