@@ -113,7 +113,11 @@ int strata__sf_next(const void *buf, size_t len, uint32_t J, uint32_t D, size_t 
   memcpy(&out->scale, p, 4);
   memcpy(&nnz, p + 4, 4);
   memcpy(&dense, p + 8, 4);
-  if (dense > 1 || nnz > D) return STRATA_ECOMM;
+  /* Only a dense v is bounded by D: a sparse one may repeat an index (each
+   * below D, which strata__sf_check tests), as strata_sf_emit allows. Its
+   * entries take at least 4 bytes each, which bounds nnz by the bytes left
+   * before the size below is computed. */
+  if (dense > 1 || (dense && nnz > D) || nnz > (len - *pos) / 4) return STRATA_ECOMM;
   size_t bytes = STRATA__SF_FACTOR_HEAD + (size_t)J * sizeof(float) +
                  (size_t)nnz * (dense ? sizeof(float) : sizeof(uint32_t) + sizeof(float));
   if (bytes > len - *pos) return STRATA_ECOMM;

@@ -66,7 +66,7 @@ typedef struct sfb {
   int P, me, Q, s;
   int *out, *in; /* out-peers (Q), in-peers (n_in) */
   int n_in;
-  char *is_in;     /* is_in[q]: q sends to this worker */
+  unsigned char *is_in; /* is_in[q]: q sends to this worker */
   int64_t clock;   /* clocks ended so far: the task under way is this clock */
   int per_pass;    /* clocks (tasks) per pass */
   int64_t next;    /* the lowest clock whose clock_end has not run */
@@ -509,10 +509,10 @@ static void sfb_free(void *be) {
   strata_free(b->have);
   strata_free(b->out);
   strata_free(b->in);
+  strata_free(b->is_in);
   strata_free(b->drift_mine);
   strata_free(b->drift_all);
   strata_free(b->drift_reqs);
-  strata_free(b->is_in);
   strata_free(b);
 }
 
@@ -535,9 +535,9 @@ static int sfb_open(strata__worker *w, void **out) {
   b->queue = strata_calloc((size_t)b->P, sizeof *b->queue);
   b->out = strata_malloc(((size_t)b->Q + 1) * sizeof *b->out);
   b->in = strata_malloc((size_t)b->P * sizeof *b->in);
+  b->is_in = strata_calloc((size_t)b->P, sizeof *b->is_in);
   b->drift_reqs = strata_calloc((size_t)b->P, sizeof *b->drift_reqs);
-  b->is_in = strata_calloc((size_t)b->P, 1);
-  if (!b->have || !b->queue || !b->out || !b->in || !b->drift_reqs || !b->is_in)
+  if (!b->have || !b->queue || !b->out || !b->in || !b->is_in || !b->drift_reqs)
     return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
   for (int q = 0; q < b->P; q++) b->have[q] = -1;
   for (int e = 0; e < w->sched.n_subepochs; e++) {

@@ -1,6 +1,7 @@
 /*
- * Unit tests for scheduler/schedule.c: the diagonal strata, the validation
- * rules, task lookup and the wire form.
+ * Unit tests for core/schedule.c: the diagonal strata, the shared
+ * minibatch schedule of sufficient-factor apps, the validation rules (and
+ * what sharing relaxes), task lookup and the wire form.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -554,6 +555,241 @@ static void test_unpack_stays_within_buffer(void **state) {
   assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* ---- shared schedules: data-parallel minibatches --------------------- */
+
+/* Every property strata_schedule_minibatches promises for (P, C). */
+static void check_minibatches(const strata_schedule *s, int P, int C) {
+  assert_true(s->finished);
+  assert_int_equal(s->shared, 1);
+  assert_int_equal(s->n_workers, P);
+  assert_int_equal(s->n_subepochs, C);
+  assert_int_equal(s->n_data, P * C);
+  assert_int_equal(s->n_resident, P);
+  assert_int_equal(s->n_rotating, 1);
+  assert_int_equal(s->n_tasks, P * C);
+  assert_int_equal(strata_schedule_validate(s), 0);
+  for (int c = 0; c < C; c++) {
+    for (int p = 0; p < P; p++) {
+      int n = -1;
+      const strata_task *t = strata_schedule_tasks(s, c, p, &n);
+      assert_int_equal(n, 1);
+      assert_int_equal(t[0].data, c * P + p);
+      assert_int_equal(t[0].resident, p);
+      assert_int_equal(t[0].rotating, 0);
+      assert_int_equal(strata_schedule_data_owner(s, c * P + p), p);
+    }
+    /* every worker uses W; the holder is the lowest of them */
+    assert_int_equal(strata_schedule_rotating_holder(s, 0, c), 0);
+    assert_int_equal(strata_schedule_rotating_holder(s, 1, c), -1);
+  }
+  for (int p = 0; p < P; p++) assert_int_equal(strata_schedule_resident_owner(s, p), p);
+  assert_int_equal(strata_schedule_data_owner(s, P * C), -1);
+  assert_int_equal(strata_schedule_rotating_holder(s, 0, C), -1);
+}
+
+static void test_minibatches_shape(void **state) {
+  (void)state;
+  for (int P = 1; P <= 6; P++)
+    for (int C = 1; C <= 5; C++) {
+      strata_schedule s;
+      assert_int_equal(strata_schedule_minibatches(&s, P, C), 0);
+      check_minibatches(&s, P, C);
+      strata_schedule_close(&s);
+      assert_int_equal(strata_alloc_live(), live0);
+    }
+}
+
+static void test_minibatches_rejects(void **state) {
+  (void)state;
+  const int bad[][2] = {{0, 1}, {1, 0}, {-2, 3}, {3, -1}, {65536, 65536}, {2, INT32_MAX}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    strata_schedule s;
+    memset(&s, 0, sizeof s);
+    strata_err_clear();
+    assert_int_equal(strata_schedule_minibatches(&s, bad[i][0], bad[i][1]), STRATA_EINVAL);
+    assert_non_null(strstr(strata_err_msg(), "minibatch"));
+    strata_schedule_close(&s);
+    assert_int_equal(strata_alloc_live(), live0);
+  }
+}
+
+static void test_minibatches_oom_cleans_up(void **state) {
+  (void)state;
+  int failures = 0;
+  for (long n = 1; n < 64; n++) {
+    strata_schedule s;
+    memset(&s, 0, sizeof s);
+    strata_alloc_fail_after(n);
+    int rc = strata_schedule_minibatches(&s, 4, 9);
+    strata_alloc_fail_after(0);
+    if (rc == 0) {
+      check_minibatches(&s, 4, 9);
+      strata_schedule_close(&s);
+      break;
+    }
+    assert_int_equal(rc, STRATA_ENOMEM);
+    failures++;
+    strata_schedule_close(&s);
+    assert_int_equal(strata_alloc_live(), live0);
+  }
+  assert_true(failures > 0);
+}
+
+/* The same tasks, shared or not: several workers on rotating block 0 in one
+ * sub-epoch, block 1 idle in sub-epoch 1. Added worker 2 first, so that
+ * the holder being the lowest worker is not the order of addition. */
+static void build_crowded(strata_schedule *s, int shared) {
+  assert_int_equal(strata_schedule_init(s, 3, 2, 6, 4, 2), 0);
+  s->shared = shared;
+  add_ok(s, 0, 2, 2, 2, 0);
+  add_ok(s, 0, 1, 1, 1, 0);
+  add_ok(s, 0, 0, 0, 0, 1);
+  add_ok(s, 1, 2, 5, 2, 0);
+  add_ok(s, 1, 1, 4, 1, 0);
+  add_ok(s, 1, 1, 3, 3, 0); /* one worker twice on block 0 */
+}
+
+static void test_shared_validation(void **state) {
+  (void)state;
+  strata_schedule s;
+  build_crowded(&s, 1);
+  assert_int_equal(strata_schedule_finish(&s), 0);
+  assert_int_equal(strata_schedule_rotating_holder(&s, 0, 0), 1);
+  assert_int_equal(strata_schedule_rotating_holder(&s, 1, 0), 0);
+  assert_int_equal(strata_schedule_rotating_holder(&s, 0, 1), 1);
+  assert_int_equal(strata_schedule_rotating_holder(&s, 1, 1), -1); /* idle: fine when shared */
+  int n;
+  const strata_task *t = strata_schedule_tasks(&s, 1, 1, &n);
+  assert_int_equal(n, 2);
+  assert_int_equal(t[0].data, 4);
+  assert_int_equal(t[1].data, 3);
+  /* The flag is what allows it. */
+  s.shared = 0;
+  strata_err_clear();
+  assert_int_equal(strata_schedule_validate(&s), STRATA_ESCHED);
+  assert_non_null(strstr(strata_err_msg(), "rotating block 0 is used twice in sub-epoch 0"));
+  s.shared = 1;
+  assert_int_equal(strata_schedule_validate(&s), 0);
+  strata_schedule_close(&s);
+
+  /* Not shared: the same tasks break the rotating rule... */
+  build_crowded(&s, 0);
+  expect_finish_fails(&s, "rotating block 0 is used twice in sub-epoch 0");
+  /* ... and so does an idle block, even with no block used twice. */
+  assert_int_equal(strata_schedule_init(&s, 2, 2, 3, 2, 2), 0);
+  add_ok(&s, 0, 0, 0, 0, 0);
+  add_ok(&s, 0, 1, 1, 1, 1);
+  add_ok(&s, 1, 0, 2, 0, 0);
+  expect_finish_fails(&s, "rotating block 1 is idle in sub-epoch 1");
+  assert_int_equal(strata_schedule_init(&s, 2, 2, 3, 2, 2), 0);
+  s.shared = 1;
+  add_ok(&s, 0, 0, 0, 0, 0);
+  add_ok(&s, 0, 1, 1, 1, 1);
+  add_ok(&s, 1, 0, 2, 0, 0);
+  assert_int_equal(strata_schedule_finish(&s), 0);
+  assert_int_equal(strata_schedule_rotating_holder(&s, 1, 1), -1);
+  strata_schedule_close(&s);
+}
+
+/* Sharing drops the rotating rule only: data and resident rules stand. */
+static void test_shared_keeps_other_rules(void **state) {
+  (void)state;
+  strata_schedule s;
+  assert_int_equal(strata_schedule_init(&s, 2, 1, 2, 2, 1), 0);
+  s.shared = 1;
+  add_ok(&s, 0, 0, 0, 0, 0);
+  add_ok(&s, 0, 1, 0, 1, 0);
+  expect_finish_fails(&s, "data block 0 is processed twice");
+  assert_int_equal(strata_schedule_init(&s, 2, 2, 4, 2, 1), 0);
+  s.shared = 1;
+  add_ok(&s, 0, 0, 0, 0, 0);
+  add_ok(&s, 0, 1, 1, 1, 0);
+  add_ok(&s, 1, 0, 2, 1, 0); /* resident 1 moves to worker 0 */
+  add_ok(&s, 1, 1, 3, 0, 0);
+  expect_finish_fails(&s, "used by workers");
+  assert_int_equal(strata_schedule_init(&s, 1, 1, 2, 1, 1), 0);
+  s.shared = 1;
+  add_ok(&s, 0, 0, 0, 0, 0);
+  add_ok(&s, 0, 0, 1, 0, 0);
+  expect_finish_fails(&s, "resident block 0 is used twice");
+  assert_int_equal(strata_schedule_init(&s, 1, 1, 2, 1, 1), 0);
+  s.shared = 1;
+  add_ok(&s, 0, 0, 0, 0, 0);
+  expect_finish_fails(&s, "data block 1 is never processed");
+}
+
+static void test_pack_unpack_keeps_shared(void **state) {
+  (void)state;
+  const int pc[][2] = {{1, 1}, {2, 3}, {5, 4}};
+  for (size_t i = 0; i < sizeof pc / sizeof pc[0]; i++) {
+    strata_schedule s, u;
+    assert_int_equal(strata_schedule_minibatches(&s, pc[i][0], pc[i][1]), 0);
+    void *buf, *buf2;
+    size_t len, len2;
+    assert_int_equal(strata_schedule_pack(&s, &buf, &len), 0);
+    assert_int_equal(((int32_t *)buf)[5], 1);
+    assert_int_equal(strata_schedule_unpack(&u, buf, len), 0);
+    assert_same_schedule(&s, &u);
+    check_minibatches(&u, pc[i][0], pc[i][1]);
+    assert_int_equal(strata_schedule_pack(&u, &buf2, &len2), 0);
+    assert_int_equal(len, len2);
+    assert_memory_equal(buf, buf2, len);
+    strata_free(buf2);
+    strata_schedule_close(&u);
+    /* Without the flag the tasks are no stratum (for P > 1). */
+    ((int32_t *)buf)[5] = 0;
+    memset(&u, 0, sizeof u);
+    int rc = strata_schedule_unpack(&u, buf, len);
+    if (pc[i][0] > 1) {
+      assert_int_equal(rc, STRATA_ESCHED);
+    } else {
+      assert_int_equal(rc, 0);
+      assert_int_equal(u.shared, 0);
+    }
+    strata_schedule_close(&u);
+    strata_free(buf);
+    strata_schedule_close(&s);
+  }
+  /* A ring schedule travels unshared. */
+  strata_schedule s, u;
+  assert_int_equal(strata_schedule_diagonal(&s, 2, 3), 0);
+  void *buf;
+  size_t len;
+  assert_int_equal(strata_schedule_pack(&s, &buf, &len), 0);
+  assert_int_equal(((int32_t *)buf)[5], 0);
+  assert_int_equal(strata_schedule_unpack(&u, buf, len), 0);
+  assert_int_equal(u.shared, 0);
+  strata_free(buf);
+  strata_schedule_close(&s);
+  strata_schedule_close(&u);
+}
+
+static void test_unpack_rejects_bad_shared_flag(void **state) {
+  (void)state;
+  strata_schedule s;
+  assert_int_equal(strata_schedule_minibatches(&s, 3, 2), 0);
+  void *buf;
+  size_t len;
+  assert_int_equal(strata_schedule_pack(&s, &buf, &len), 0);
+  strata_schedule_close(&s);
+  const int32_t flags[] = {2, -1, 3, INT32_MAX, INT32_MIN};
+  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+    ((int32_t *)buf)[5] = flags[i];
+    strata_schedule u;
+    memset(&u, 0, sizeof u);
+    strata_err_clear();
+    assert_int_equal(strata_schedule_unpack(&u, buf, len), STRATA_ESCHED);
+    assert_non_null(strstr(strata_err_msg(), "shared"));
+    strata_schedule_close(&u);
+    assert_int_equal(strata_alloc_live(), live0 + len);
+  }
+  ((int32_t *)buf)[5] = 1;
+  assert_int_equal(strata_schedule_unpack(&s, buf, len), 0);
+  check_minibatches(&s, 3, 2);
+  strata_schedule_close(&s);
+  strata_free(buf);
+}
+
 /* ---- randomised ------------------------------------------------------ */
 
 static uint64_t test_seed(void) {
@@ -649,6 +885,13 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_unpack_corrupt_fails, setup, teardown),
       cmocka_unit_test_setup_teardown(test_unpack_stays_within_buffer, setup, teardown),
       cmocka_unit_test_setup_teardown(test_random_diagonals, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_minibatches_shape, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_minibatches_rejects, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_minibatches_oom_cleans_up, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_shared_validation, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_shared_keeps_other_rules, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_pack_unpack_keeps_shared, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_unpack_rejects_bad_shared_flag, setup, teardown),
       cmocka_unit_test_setup_teardown(test_chunk_rows, setup, teardown),
   };
   return cmocka_run_group_tests_name("schedule", tests, NULL, NULL);
