@@ -774,7 +774,7 @@ def sfb_plots(r, out, model):
                 a += f"{t} {pp['train_loss']}\n"
                 b += f"{(k + 1) * m['examples']} {pp['train_loss']}\n"
             ft[f"sot_{i}.dat"], fs[f"sos_{i}.dat"] = a, b
-            title = q(label + (f" P={m['workers']}" if m["workers"] else ""))
+            title = q(label + (f" P={xs[0]['workers']}" if xs[0]["workers"] else ""))
             ct.append(f"'sot_{i}.dat' using 1:2 with linespoints title {title}")
             cs.append(f"'sos_{i}.dat' using 1:2 with linespoints title {title}")
         m0 = runs[0][1][0]["metrics"]

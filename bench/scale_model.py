@@ -158,15 +158,16 @@ def clocks_per_pass(n, P, K):
     return -(-n // (P * K))
 
 
-def sfb_clock_s(P, Q, K, J, nnz_v, c, a, o, link):
+def sfb_clock_s(P, Q, K, J, nnz_v, c, a, o, r, link):
     """Modelled seconds per clock of one SFB worker: compute its K samples,
     apply its own and its Q in-peers' factors (Q + 1 sets of K), send its
     set to Q out-peers while receiving as many, each a ring-shift message
-    (alpha + bytes / beta), and o, the clock's fixed cost (the round of
-    waiting for the peers' sets, polling, scheduling; calibrated, and
-    assumed constant in P and Q)."""
+    (alpha + bytes / beta) plus r per byte (the engine's handling of a set
+    beyond the link: receive buffers, checks, waiting on the slower peer;
+    calibrated), and o, the clock's fixed cost (polling, scheduling, the
+    round's latency; calibrated, assumed constant in P and Q)."""
     alpha, beta = link
-    return c * K + a * K * (Q + 1) + Q * (alpha + sfb_factor_bytes(K, J, nnz_v) / beta) + o
+    return c * K + a * K * (Q + 1) + Q * (alpha + sfb_factor_bytes(K, J, nnz_v) * (1 / beta + r)) + o
 
 
 def fms_clock_s(P, K, J, rows, nnz_v, c, a, o, h, link):
@@ -189,10 +190,12 @@ def sfb_model(recs, shm, tcp, net, node_size, workers_list):
     and per factor, at each J x D), alpha and beta (bench/msgcost).
     Modelled: bytes and messages per clock (the wire formats).
     Calibrated (what the model cannot derive, fitted to named runs and then
-    not validated on them): o_sfb, an SFB clock's fixed cost, from the
-    smallest J x D's sfb run, where it weighs most; o_tab and h, an FMS
-    clock's fixed cost and the tables' cost per byte, from the smallest and
-    the largest J x D's bsp runs (h alone, o_tab = 0, with one J x D)."""
+    not validated on them): o_sfb and r, an SFB clock's fixed cost and the
+    cost per byte of a set beyond the link's, from the smallest and the
+    largest J x D's sfb runs; o_tab and h, the same for an FMS clock and
+    the tables' bytes, from the smallest and the largest J x D's bsp runs.
+    With one J x D only the fixed costs are fitted (r = 0; h alone for
+    FMS, o_tab = 0)."""
     runs = ok(recs, kind="strata", group="sfb", app="mlr")
     by = {}
     for r in runs:
@@ -217,10 +220,25 @@ def sfb_model(recs, shm, tcp, net, node_size, workers_list):
         J, rows, K, nv, n = mlr_shape(m)
         return med([r["metrics"]["time_per_pass_s"] for r in rs]) / clocks_per_pass(n, m["workers"], K), m
 
-    # o_sfb: the smallest point's sfb clock less its modelled terms.
-    t, m = measured_clock(small, "sfb s=0")
-    J, rows, K, nv, n = mlr_shape(m)
-    o_sfb = max(0.0, t - sfb_clock_s(m["workers"], m["sfb"]["peers"], K, J, nv, *rates[small], 0.0, shm))
+    def two_points(cal):
+        """(fixed, per byte) through two (bytes, rest) points; one point:
+        (rest, 0). Negative fits (noise) are clamped to 0."""
+        if len(cal) == 2 and cal[0][0] != cal[1][0]:
+            (b1, r1), (b2, r2) = cal
+            per = max(0.0, (r2 - r1) / (b2 - b1))
+            return max(0.0, r1 - b1 * per), per
+        return (max(0.0, cal[-1][1]), 0.0) if cal else (0.0, 0.0)
+
+    # o_sfb, r: the sfb clocks less their measured and linked terms, at the
+    # smallest and the largest J x D, against the set bytes a worker sends.
+    cal = []
+    for jd in ([small, big] if small != big else [big]):
+        t, m = measured_clock(jd, "sfb s=0")
+        J, rows, K, nv, n = mlr_shape(m)
+        Q = m["sfb"]["peers"]
+        rest = t - sfb_clock_s(m["workers"], Q, K, J, nv, *rates[jd], 0.0, 0.0, shm)
+        cal.append((Q * sfb_factor_bytes(K, J, nv), rest))
+    o_sfb, r_sfb = two_points(cal)
     # o_tab, h: t = base + msgs * o_tab + bytes * h at the two bsp points.
     cal = []
     for jd in ([small, big] if small != big else [big]):
@@ -232,14 +250,11 @@ def sfb_model(recs, shm, tcp, net, node_size, workers_list):
             b, msgs = fms_per_clock(P, K, J, rows, nv)
             rest = t - fms_clock_s(P, K, J, rows, nv, *rates[jd], 0.0, 0.0, shm)
             cal.append((b / P, rest))
-    o_tab, h = 0.0, 0.0
-    if len(cal) == 2 and cal[0][0] != cal[1][0]:
-        (b1, r1), (b2, r2) = cal
-        h = max(0.0, (r2 - r1) / (b2 - b1))
-        o_tab = max(0.0, r1 - b1 * h)
-    elif cal:
-        h = max(0.0, cal[-1][1] / cal[-1][0])
-    calibrated = {(small, "sfb s=0"), (small, "bsp"), (big, "bsp")}
+    if len(cal) == 2:
+        o_tab, h = two_points(cal)
+    else:  # one J x D: the tables' bytes outweigh a fixed cost
+        o_tab, h = 0.0, max(0.0, cal[-1][1] / cal[-1][0]) if cal else 0.0
+    calibrated = {(small, "sfb s=0"), (big, "sfb s=0"), (small, "bsp"), (big, "bsp")}
 
     val = []
     for jd in sizes:
@@ -253,9 +268,9 @@ def sfb_model(recs, shm, tcp, net, node_size, workers_list):
             P = m["workers"]
             if label.startswith("sfb"):
                 Q = m["sfb"]["peers"]
-                t = sfb_clock_s(P, Q, K, J, nv, c, a, o_sfb, shm)
+                t = sfb_clock_s(P, Q, K, J, nv, c, a, o_sfb, r_sfb, shm)
                 b, msgs = sfb_per_clock(P, Q, K, J, nv)
-                how = "calibration (o_sfb)" if (jd, label) in calibrated else "c, a of this run"
+                how = "calibration (o_sfb, r)" if (jd, label) in calibrated else "c, a of this run"
             else:
                 t = fms_clock_s(P, K, J, rows, nv, c, a, o_tab, h, shm)
                 b, msgs = fms_per_clock(P, K, J, rows, nv)
@@ -280,7 +295,7 @@ def sfb_model(recs, shm, tcp, net, node_size, workers_list):
         row = dict(workers=P, link="shm" if P <= node_size else "net",
                    clocks_per_pass=clocks_per_pass(n, P, K))
         for name, Q in (("sfb", P - 1), ("sfb_q2", min(2, P - 1))):
-            t = sfb_clock_s(P, Q, K, J, nv, c, a, o_sfb, link)
+            t = sfb_clock_s(P, Q, K, J, nv, c, a, o_sfb, r_sfb, link)
             b, msgs = sfb_per_clock(P, Q, K, J, nv)
             row[name] = dict(peers=Q, clock_s=t, samples_per_s=P * K / t, bytes_per_clock=b,
                              messages_per_clock=msgs, time_per_pass_s=t * row["clocks_per_pass"])
@@ -297,8 +312,9 @@ def sfb_model(recs, shm, tcp, net, node_size, workers_list):
         ("alpha, beta (shm)", f"{shm[0] * 1e6:.2f} us, {shm[1] / 1e9:.2f} GB/s", "measured: bench/msgcost ring shift"),
         ("alpha, beta (net)", f"{net[0] * 1e6:.2f} us, {net[1] / 1e9:.2f} GB/s",
          "measured: bench/msgcost ring shift over TCP loopback, or --net-alpha/--net-beta"),
-        ("o_sfb", f"{o_sfb * 1e6:.2f} us per clock", f"calibrated: the sfb run at J x D = {small:g}, its "
-         "time per clock less the terms above; assumed constant in P and Q"),
+        ("o_sfb, r", f"{o_sfb * 1e6:.2f} us per clock, {r_sfb * 1e9:.3f} ns per set byte",
+         f"calibrated: the sfb runs at J x D = {small:g} and {big:g}, their time per clock less "
+         "compute, apply and the link; o_sfb assumed constant in P and Q"),
         ("o_tab, h", f"{o_tab * 1e6:.2f} us per clock, {h * 1e9:.3f} ns per byte",
          f"calibrated: the bsp runs at J x D = {small:g} and {big:g}, their time per clock less compute, "
          "apply and the link"),
@@ -312,7 +328,7 @@ def sfb_model(recs, shm, tcp, net, node_size, workers_list):
     md.append("| input | value | source |\n|---|---|---|")
     md += [f"| {k} | {v} | {s_} |" for k, v, s_ in inputs]
     md.append("")
-    md.append("Per clock, one worker: SFB = c K + a K (Q + 1) + Q (alpha + set bytes / beta) + o_sfb; "
+    md.append("Per clock, one worker: SFB = c K + a K (Q + 1) + Q (alpha + set bytes (1 / beta + r)) + o_sfb; "
               "FMS = c K + a K + 3 P alpha + (bytes / P) (h + 1 / beta) + o_tab, bytes as above. "
               "A pass is ceil(n / (P K)) clocks.\n")
     md.append("Validation (2 workers, shared memory; calibration rows are fitted, not validated):\n")
@@ -325,8 +341,9 @@ def sfb_model(recs, shm, tcp, net, node_size, workers_list):
     md.append("")
     md.append(f"Predicted (modelled: estimates, not measurements), J x D = {big:g}, K = {K} per worker, "
               f"{n} samples per pass, {node_size} workers per node (beyond one node every message at the "
-              "network's alpha and beta). The model has no term for waiting on the slowest worker, nor "
-              "for the convergence partial broadcast loses.\n")
+              "network's alpha and beta). The model has no explicit term for waiting on the slowest worker "
+              "(the calibrated terms hold what the 2-worker runs waited), nor for the convergence partial "
+              "broadcast loses.\n")
     md.append("| workers | clocks per pass | SFB Q = P-1: ms per clock | samples/s | MB per clock "
               "| SFB Q = 2: ms per clock | MB per clock | FMS: ms per clock | samples/s | MB per clock "
               "| SFB / FMS time |\n|---|---|---|---|---|---|---|---|---|---|---|")
@@ -340,7 +357,7 @@ def sfb_model(recs, shm, tcp, net, node_size, workers_list):
                 inputs=dict(compute_s_per_sample=c, apply_s_per_factor=a,
                             rates_by_size={f"{jd:g}": dict(compute_s_per_sample=r[0], apply_s_per_factor=r[1])
                                            for jd, r in rates.items()},
-                            sfb_set_s=o_sfb, table_msg_s=o_tab, table_byte_s=h, shm_ring=shm, net=net,
+                            sfb_clock_s=o_sfb, sfb_set_byte_s=r_sfb, table_clock_s=o_tab, table_byte_s=h, shm_ring=shm, net=net,
                             node_size=node_size, sources={k: s_ for k, _, s_ in inputs}),
                 validation=val, predictions=preds, markdown="\n".join(md))
 
