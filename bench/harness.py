@@ -10,6 +10,12 @@ workers x data x strata), each repeated, and writes
                    engine's serial mode, objectives, waits, bytes, staleness
   OUT/plots/*.png  gnuplot figures (see bench/README.md for what each shows)
 
+Besides MF and LDA, the sfb and qsweep groups run `strata mlr` (multiclass
+logistic regression) on synthetic sets: sufficient factor broadcasting
+against full-matrix synchronisation (bsp, ssp) and serial over a sweep of
+J x D, and partial broadcast over Q out-peers; their bytes per clock are
+compared with the cost model of bench/scale_model.py.
+
 Time per pass is the engine's own figure: wall seconds per data pass,
 median over passes 2..N (--metrics-out time_per_pass_s). Ratios compare
 rates on the same examples: a run's time per pass over the time the plain
@@ -32,6 +38,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from scale_model import fms_per_clock, sfb_per_clock  # noqa: E402  (the cost model's byte counts)
 
 TCP = ["--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "lo"]
 
@@ -44,7 +53,9 @@ PROFILES = {
         mf_data="synth:users=3000,items=600,ratings=60000,seed=1",
         lda_data="synth:docs=300,len=50,vocab=800,topics=10,seed=1", lda_topics=10,
         lda_real=False, strata=[1, 2], straggle=[0.0, 1.0], straggle_passes=3,
-        msgcost=["--max-bytes", "1048576", "--reps", "5"], timeout=120),
+        msgcost=["--max-bytes", "1048576", "--reps", "5"], timeout=120,
+        sfb=dict(sizes=[(10, 1000)], nnz=10, samples=1200, test=300, minibatch=50, passes=3,
+                 lr=50, q_workers=[4], q_size=(10, 1000))),
     # Under 5 minutes on the 2-core machine: a MovieLens-10M-shaped set at
     # a tenth of its size.
     "quick": dict(
@@ -52,14 +63,18 @@ PROFILES = {
         mf_data="synth:users=7157,items=1068,ratings=1000005,seed=1",
         lda_data="synth:docs=2000,len=100,vocab=5000,topics=50,seed=1", lda_topics=100,
         lda_real=True, strata=[1, 2, 4, 8, 16], straggle=[0.0, 0.25, 0.5, 1.0],
-        straggle_passes=5, msgcost=[], timeout=300),
+        straggle_passes=5, msgcost=[], timeout=300,
+        sfb=dict(sizes=[(50, 2000), (100, 5000), (200, 10000)], nnz=30, samples=2400, test=600,
+                 minibatch=100, passes=5, lr=50, q_workers=[4], q_size=(100, 5000))),
     # Under an hour: the MovieLens-10M shape at full size.
     "full": dict(
         repeats=5, passes=10, rank=100,
         mf_data="synth:users=71567,items=10681,ratings=10000054,seed=1",
         lda_data="synth:docs=20000,len=100,vocab=10000,topics=100,seed=1", lda_topics=100,
         lda_real=True, strata=[1, 2, 4, 8, 16, 32, 64], straggle=[0.0, 0.25, 0.5, 1.0, 2.0],
-        straggle_passes=9, msgcost=[], timeout=1200),
+        straggle_passes=9, msgcost=[], timeout=1200,
+        sfb=dict(sizes=[(50, 5000), (100, 10000), (200, 20000), (500, 20000)], nnz=30, samples=6000,
+                 test=1200, minibatch=100, passes=8, lr=50, q_workers=[4, 6], q_size=(100, 10000))),
 }
 
 
@@ -109,6 +124,41 @@ def lda_points(pr, data_dir):
     return pts, name
 
 
+def sfb_data(sp, J, D):
+    return (f"synth:classes={J},features={D},nnz={sp['nnz']},samples={sp['samples']},"
+            f"test={sp['test']},seed=1")
+
+
+def sfb_points(pr):
+    """MLR by sufficient factor broadcasting against full-matrix sync:
+    (group, label, workers, args, mpirun extra, record fields). Group sfb:
+    every J x D with serial, sfb (s = 0), bsp and ssp (s = 1) on 2 workers,
+    K examples per worker per clock (serial: 2K, the same global minibatch,
+    so the same partition). Group qsweep: sfb on P workers for Q = 1..P-1
+    out-peers at one J x D."""
+    sp = pr["sfb"]
+    K = sp["minibatch"]
+    pts = []
+    for J, D in sp["sizes"]:
+        common = ["--data", sfb_data(sp, J, D), "--lr", str(sp["lr"])]
+        f = dict(classes=J, features=D, jd=J * D)
+        pts.append(("sfb", "serial", 0, ["--mode", "serial", "--minibatch", str(2 * K)] + common, [], f))
+        for label, flags in [("sfb s=0", ["--mode", "sfb", "--staleness", "0"]),
+                             ("bsp", ["--mode", "bsp"]),
+                             ("ssp s=1", ["--mode", "ssp", "--staleness", "1"])]:
+            pts.append(("sfb", label, 2, flags + ["--minibatch", str(K)] + common, [], f))
+    J, D = sp["q_size"]
+    common = ["--data", sfb_data(sp, J, D), "--lr", str(sp["lr"]), "--minibatch", str(K)]
+    cpus = os.cpu_count() or 1
+    for P in sp["q_workers"]:
+        for Q in range(1, P):
+            pts.append(("qsweep", f"P={P} Q={Q}", P,
+                        ["--mode", "sfb", "--staleness", "0", "--peers", str(Q)] + common, [],
+                        dict(classes=J, features=D, jd=J * D, peers=Q,
+                             oversubscribed=P > cpus)))
+    return pts
+
+
 # ---- running ----------------------------------------------------------------
 
 class Runner:
@@ -144,7 +194,7 @@ class Runner:
             rc, err, out = 124, (e.stderr or b"").decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or ""), ""
         return rc, out, err, time.time() - t
 
-    def strata(self, app, group, label, workers, args, extra, repeat, passes=None):
+    def strata(self, app, group, label, workers, args, extra, repeat, passes=None, fields=None):
         mfile = os.path.join(self.tmp, "m.json")
         if os.path.exists(mfile):
             os.remove(mfile)
@@ -159,6 +209,7 @@ class Runner:
         rec = dict(kind="strata", profile=self.args.profile, group=group, label=label, app=app,
                    workers=workers, transport="tcp" if extra == TCP else "shm" if workers else "none",
                    args=args, passes=passes, repeat=repeat, cmd=cmd, rc=rc, elapsed_s=round(secs, 3))
+        rec.update(fields or {})
         if rc == 0 and os.path.exists(mfile):
             rec["metrics"] = json.load(open(mfile))
         else:
@@ -212,6 +263,7 @@ def run_matrix(r, pr, data_dir):
     kernel = os.path.join(r.bin, "bench", "mf_kernel")
     mf = mf_points(pr)
     lda, lda_name = lda_points(pr, data_dir)
+    sfb = sfb_points(pr)
     # Interleave repeats: each round visits every point once, so slow spells
     # of the shared machine spread over all points instead of hitting one.
     for rep in range(R):
@@ -224,6 +276,8 @@ def run_matrix(r, pr, data_dir):
             r.strata("mf", g, label, w, args, extra, rep)
         for g, label, w, args, extra in lda:
             r.strata("lda", g, label, w, args, extra, rep)
+        for g, label, w, args, extra, f in sfb:
+            r.strata("mlr", g, label, w, args, extra, rep, passes=pr["sfb"]["passes"], fields=f)
     # Stragglers: the delay is a fraction of a BSP pass measured above.
     bsp = [window_pass(x["metrics"]) for x in r.records
            if x.get("group") == "modes" and x.get("label") == "bsp" and "metrics" in x]
@@ -236,10 +290,8 @@ def run_matrix(r, pr, data_dir):
                                  ("absp wpc 0.5", ["--mode", "absp", "--wpc", "0.5"]),
                                  ("ssp s=3", ["--mode", "ssp", "--staleness", "3"])]:
                 s = ["--straggler", f"delay={d}"] if d > 0 else []
-                rec = r.strata("mf", "straggle", label, 2, flags + common + s, [], rep,
-                               passes=pr["straggle_passes"])
-                rec["straggler_ms"] = d
-                rec["straggler_frac"] = frac
+                r.strata("mf", "straggle", label, 2, flags + common + s, [], rep,
+                         passes=pr["straggle_passes"], fields=dict(straggler_ms=d, straggler_frac=frac))
     # Message costs for the scale model: shared memory and TCP.
     msg = os.path.join(r.bin, "bench", "msgcost")
     for label, extra in [("shm", []), ("tcp", TCP)]:
@@ -288,6 +340,130 @@ def window_pass(m):
 def sent_per_pass(m):
     ws = m.get("workers_total", [])
     return sum(w["bytes_sent"] for w in ws) / max(1, len(ws)) / max(1, m["passes"])
+
+
+def sfb_groups(records, group):
+    """{(J x D, label): [records]} of an mlr group, in first-seen order."""
+    out = {}
+    for x in ok(records):
+        if x.get("group") == group and x.get("app") == "mlr":
+            out.setdefault((x["jd"], x["label"]), []).append(x)
+    return out
+
+
+def bytes_per_clock(m):
+    """Bytes sent per clock by all workers together (median run's figures):
+    sfb's bytes_sent_per_clock, or a table mode's bytes_sent / clocks; None
+    for serial."""
+    ws = m.get("workers_total", [])
+    if m["mode"] == "sfb":
+        return sum(w["bytes_sent_per_clock"] for w in ws)
+    if ws and all(w.get("clocks") for w in ws):
+        return sum(w["bytes_sent"] / w["clocks"] for w in ws)
+    return None
+
+
+def predicted_bytes(m):
+    J, rows, K, nv = m["classes"], m["rows"], m["minibatch"], m["nnz_per_sample"]
+    P = m["workers"]
+    if m["mode"] == "sfb":
+        return sfb_per_clock(P, m["sfb"]["peers"], K, J, nv)[0]
+    if m["mode"] == "serial":
+        return None
+    return fms_per_clock(P, K, J, rows, nv)[0]
+
+
+def fmt(v, spec):
+    return "-" if v is None or v != v else format(v, spec)
+
+
+def sfb_summary(recs, pr):
+    sp = pr["sfb"]
+    L = []
+    g = sfb_groups(recs, "sfb")
+    if g:
+        L.append(f"## SFB against FMS (MLR, 2 workers)\n")
+        L.append(f"`strata mlr` on `{sfb_data(sp, 'J', 'D')}`, {sp['passes']} passes, lr {sp['lr']}, "
+                 f"K = {sp['minibatch']} samples per worker per clock (serial: {2 * sp['minibatch']}, the "
+                 "same global minibatch and partition). sfb: sufficient factor broadcasting, s = 0, full "
+                 "broadcast; bsp and ssp s = 1: full-matrix synchronisation through the parameter-server "
+                 "table. Bytes per clock: sent by all workers together (sfb: `bytes_sent_per_clock`; "
+                 "tables: `bytes_sent / clocks`), median over repeats; predicted: SFB P Q (24 + K (12 + 4 J "
+                 "+ 8 nnz_v)), FMS P (72 P + rows (8 + 4 J) + T (4 + 4 J)) with T the rows a minibatch "
+                 "touches for uniformly drawn features (bench/scale_model.py). train_loss: after the last "
+                 "pass; vs serial: its relative difference to serial's.\n")
+        L.append("| J x D | J | rows | mode | workers | time per pass ms | x serial | samples/s | "
+                 "bytes/clock measured | predicted | measured / predicted | train_loss | vs serial |\n"
+                 "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        tpp, byts, loss = {}, {}, {}
+        for (jd, label), xs in g.items():
+            ms = [x["metrics"] for x in xs]
+            t = spread([m["time_per_pass_s"] for m in ms])
+            tpp[(jd, label)] = t[1]
+            b = [v for v in (bytes_per_clock(m) for m in ms) if v is not None]
+            byts[(jd, label)] = statistics.median(b) if b else None
+            loss[(jd, label)] = statistics.median([m["train_loss"] for m in ms])
+        for (jd, label), xs in g.items():
+            m = xs[0]["metrics"]
+            ser_t, ser_l = tpp.get((jd, "serial")), loss.get((jd, "serial"))
+            b, pb = byts[(jd, label)], predicted_bytes(m)
+            rel = (loss[(jd, label)] - ser_l) / ser_l if ser_l else None
+            L.append(f"| {jd:.3g} | {m['classes']} | {m['rows']} | {label} | {m['workers'] or 'serial'} | "
+                     f"{ms3(spread([x['metrics']['time_per_pass_s'] for x in xs]))} | "
+                     f"{fmt(tpp[(jd, label)] / ser_t if ser_t else None, '.2f')} | "
+                     f"{statistics.median([x['metrics']['updates_per_s'] for x in xs]):.4g} | "
+                     f"{fmt(b, '.4g')} | {fmt(pb, '.4g')} | {fmt(b / pb if b and pb else None, '.3f')} | "
+                     f"{loss[(jd, label)]:.5f} | " + (f"{100 * rel:+.3f}%" if rel is not None else "-") + " |")
+        L.append("")
+        L.append("### SFB / FMS per J x D (medians over repeats)\n")
+        L.append("| J x D | SFB / FMS bytes per clock: bsp | ssp s=1 | SFB / FMS time per pass: bsp | ssp s=1 "
+                 "| SFB time / serial time |\n|---|---|---|---|---|---|")
+        for jd in sorted({k[0] for k in g}):
+            def ratio(d, a, b):
+                return d[(jd, a)] / d[(jd, b)] if d.get((jd, a)) and d.get((jd, b)) else None
+            L.append(f"| {jd:.3g} | {fmt(ratio(byts, 'sfb s=0', 'bsp'), '.4f')} | "
+                     f"{fmt(ratio(byts, 'sfb s=0', 'ssp s=1'), '.4f')} | {fmt(ratio(tpp, 'sfb s=0', 'bsp'), '.3f')} | "
+                     f"{fmt(ratio(tpp, 'sfb s=0', 'ssp s=1'), '.3f')} | {fmt(ratio(tpp, 'sfb s=0', 'serial'), '.3f')} |")
+        L.append("")
+    q = sfb_groups(recs, "qsweep")
+    if q:
+        J, D = sp["q_size"]
+        cpus = next(iter(q.values()))[0]["metrics"].get("machine", {}).get("cpus", "?")
+        L.append(f"## SFB partial broadcast: Q sweep (J x D = {J * D:.3g})\n")
+        L.append(f"sfb, s = 0, on P workers with Q out-peers each (`--peers Q`; Q = P-1 is full broadcast), "
+                 f"K = {sp['minibatch']}, {sp['passes']} passes, `{sfb_data(sp, J, D)}`. Runs with more "
+                 f"workers than the machine's {cpus} cpus are oversubscribed: their times measure "
+                 "time-sharing, not scaling. tau: the topology's diameter in clocks (its Moore lower "
+                 "bound); drift: the largest |W_p - W_q| over the replicas after the last pass; "
+                 "train_loss: median over repeats; predicted bytes per clock P Q (24 + K (12 + 4 J + "
+                 "8 nnz_v)).\n")
+        L.append("| P | Q | oversubscribed | tau (lower bound) | time per pass ms | train_loss | "
+                 "vs full broadcast | test_acc | drift, last pass (rows) | bytes/clock measured | predicted | "
+                 "measured / predicted |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
+        full = {}
+        for (jd, label), xs in q.items():
+            m = xs[0]["metrics"]
+            if m["sfb"]["full_broadcast"]:
+                full[m["workers"]] = statistics.median([x["metrics"]["train_loss"] for x in xs])
+        for (jd, label), xs in sorted(q.items(), key=lambda kv: (kv[1][0]["workers"], kv[1][0]["peers"])):
+            ms = [x["metrics"] for x in xs]
+            m = ms[0]
+            P, sf = m["workers"], m["sfb"]
+            lo = statistics.median([x["train_loss"] for x in ms])
+            drift = [x["per_pass"][-1].get("drift") for x in ms]
+            drift = [d for d in drift if d is not None and d == d]
+            b = statistics.median([bytes_per_clock(x) for x in ms])
+            pb = predicted_bytes(m)
+            fl = full.get(P)
+            L.append(f"| {P} | {sf['peers']} | {'yes' if xs[0].get('oversubscribed') else 'no'} "
+                     f"({P} workers) | {sf['tau']} ({sf['tau_lower_bound']}) | "
+                     f"{ms3(spread([x['time_per_pass_s'] for x in ms]))} | {lo:.5f} | "
+                     + (f"{100 * (lo - fl) / fl:+.2f}%" if fl else "-") + " | "
+                     f"{statistics.median([x['test_acc'] for x in ms]):.4f} | "
+                     f"{fmt(statistics.median(drift) if drift else None, '.4g')} "
+                     f"({m['per_pass'][-1].get('drift_rows', '?')}) | {b:.4g} | {pb:.4g} | {b / pb:.3f} |")
+        L.append("")
+    return L
 
 
 def summarise(r, pr, lda_name, out, model):
@@ -383,10 +559,15 @@ def summarise(r, pr, lda_name, out, model):
         if cd:
             L.append(f"| {label} | {cd['mean']:.3f} | {cd['max_staleness']} | {cd['hist']} |")
     L.append("")
+    L += sfb_summary(recs, pr)
     if model:
         L.append("## Scale model (bench/scale_model.py)\n")
         L.append(model.get("markdown", ""))
         L.append("")
+        if model.get("sfb"):
+            L.append("### SFB against FMS (MLR)\n")
+            L.append(model["sfb"]["markdown"])
+            L.append("")
     if r.failures:
         L.append("## Failed runs\n")
         L += [f"- {f}" for f in r.failures]
@@ -415,6 +596,16 @@ PLOTS = [
     ("stragglers", "mean time per pass against straggler delay for BSP, A-BSP and SSP"),
     ("bytes", "bytes sent and received per pass and worker, per mode (MF)"),
     ("scale_model", "predicted time per pass for 1-256 workers (Netflix and its duplicates)"),
+    ("sfb_objective_vs_time", "MLR train_loss against training seconds, serial / sfb / bsp / ssp "
+     "on the largest J x D (first repeat)"),
+    ("sfb_objective_vs_samples", "MLR train_loss against samples processed, the same runs"),
+    ("sfb_samples_per_s", "MLR samples/s per mode on the largest J x D, median with min-max bars"),
+    ("sfb_bytes", "bytes sent per clock (all workers) against J x D, SFB and FMS, measured and "
+     "predicted (log-log)"),
+    ("sfb_q_sweep", "SFB partial broadcast: final train_loss and the last pass's replica drift "
+     "against out-peers Q"),
+    ("sfb_scale_model", "predicted samples/s of SFB (Q = P-1, Q = 2) and FMS for 2-32 workers, "
+     "largest J x D"),
 ]
 
 
@@ -567,6 +758,92 @@ def plots(r, out, model):
                 "plot " + ", ".join(cmds) + "\n", files)
 
 
+def sfb_plots(r, out, model):
+    recs = r.records
+    g = sfb_groups(recs, "sfb")
+    if g:
+        big = max(jd for jd, _ in g)
+        runs = [(label, xs) for (jd, label), xs in g.items() if jd == big]
+        # Objective against time and against samples (the seed's Figure 6).
+        ft, fs, ct, cs = {}, {}, [], []
+        for i, (label, xs) in enumerate(runs):
+            m = xs[0]["metrics"]
+            t, a, b = 0.0, "", ""
+            for k, pp in enumerate(m["per_pass"]):
+                t += pp["time_s"]
+                a += f"{t} {pp['train_loss']}\n"
+                b += f"{(k + 1) * m['examples']} {pp['train_loss']}\n"
+            ft[f"sot_{i}.dat"], fs[f"sos_{i}.dat"] = a, b
+            title = q(label + (f" P={xs[0]['workers']}" if xs[0]["workers"] else ""))
+            ct.append(f"'sot_{i}.dat' using 1:2 with linespoints title {title}")
+            cs.append(f"'sos_{i}.dat' using 1:2 with linespoints title {title}")
+        m0 = runs[0][1][0]["metrics"]
+        shape = f"J = {m0['classes']}, rows = {m0['rows']} (J x D = {big:.3g})"
+        gnuplot(out, "sfb_objective_vs_time", f"set title 'MLR: objective against time, {shape}'\n"
+                "set xlabel 'training seconds'\nset ylabel 'train loss'\nplot " + ", ".join(ct) + "\n", ft)
+        gnuplot(out, "sfb_objective_vs_samples", f"set title 'MLR: objective against samples, {shape}'\n"
+                "set xlabel 'samples processed'\nset ylabel 'train loss'\nplot " + ", ".join(cs) + "\n", fs)
+        d = ""
+        for i, (label, xs) in enumerate(runs):
+            v = spread([x["metrics"]["updates_per_s"] for x in xs])
+            d += f"{i} {q(label)} {v[1]} {v[0]} {v[2]}\n"
+        gnuplot(out, "sfb_samples_per_s", f"set title 'MLR: samples per second, {shape}'\n"
+                "set ylabel 'samples/s'\nset style fill solid 0.6\nset boxwidth 0.6\nset yrange [0:*]\n"
+                "plot 'sps.dat' using 1:3:xtic(2) with boxes notitle, "
+                "'' using 1:3:4:5 with yerrorbars lc rgb 'black' pt 0 notitle\n", {"sps.dat": d})
+        # Bytes per clock against J x D.
+        files, cmds = {}, []
+        for i, label in enumerate(("sfb s=0", "bsp", "ssp s=1")):
+            meas, pred = "", ""
+            for jd in sorted({k[0] for k in g}):
+                xs = g.get((jd, label))
+                if not xs:
+                    continue
+                b = [v for v in (bytes_per_clock(x["metrics"]) for x in xs) if v]
+                if b:
+                    meas += f"{jd} {statistics.median(b)}\n"
+                pred += f"{jd} {predicted_bytes(xs[0]['metrics'])}\n"
+            files[f"byc_{i}.dat"], files[f"byp_{i}.dat"] = meas, pred
+            cmds.append(f"'byc_{i}.dat' using 1:2 with points pt {5 + 2 * i} ps 1.3 title {q(label + ' measured')}")
+            if label != "ssp s=1":  # ssp's prediction is bsp's
+                cmds.append(f"'byp_{i}.dat' using 1:2 with linespoints dt 2 pt 6 ps 2 title "
+                            f"{q(('SFB' if i == 0 else 'FMS') + ' predicted')}")
+        gnuplot(out, "sfb_bytes", "set title 'Bytes sent per clock, all workers (P = 2)'\n"
+                "set xlabel 'J x D (weights)'\nset ylabel 'bytes per clock'\nset logscale xy\n"
+                "plot " + ", ".join(cmds) + "\n", files)
+    qs = sfb_groups(recs, "qsweep")
+    if qs:
+        files, cmds = {}, []
+        byP = {}
+        for (jd, label), xs in qs.items():
+            byP.setdefault(xs[0]["workers"], []).append(xs)
+        for i, (P, series) in enumerate(sorted(byP.items())):
+            d = ""
+            for xs in sorted(series, key=lambda v: v[0]["peers"]):
+                lo = statistics.median([x["metrics"]["train_loss"] for x in xs])
+                dr = [x["metrics"]["per_pass"][-1].get("drift") for x in xs]
+                dr = [v for v in dr if v is not None and v == v]
+                d += f"{xs[0]['peers']} {lo} {statistics.median(dr) if dr else 'NaN'}\n"
+            over = " (oversubscribed)" if series[0][0].get("oversubscribed") else ""
+            files[f"qs_{i}.dat"] = d
+            cmds.append(f"'qs_{i}.dat' using 1:2 with linespoints title {q(f'train loss, P={P}{over}')}")
+            cmds.append(f"'qs_{i}.dat' using 1:3 axes x1y2 with linespoints dt 2 "
+                        f"title {q(f'drift, P={P}{over}')}")
+        gnuplot(out, "sfb_q_sweep", "set title 'SFB partial broadcast: Q out-peers per worker'\n"
+                "set xlabel 'Q'\nset xtics 1\nset ylabel 'final train loss'\n"
+                "set y2label 'replica drift after the last pass'\nset y2tics\nset y2range [0:*]\n"
+                "plot " + ", ".join(cmds) + "\n", files)
+    if model and model.get("sfb"):
+        preds = model["sfb"]["predictions"]
+        d = "".join(f"{p['workers']} {p['sfb']['samples_per_s']} {p['sfb_q2']['samples_per_s']} "
+                    f"{p['fms']['samples_per_s']}\n" for p in preds)
+        gnuplot(out, "sfb_scale_model", "set title 'Scale model (MLR, largest J x D): predicted throughput'\n"
+                "set xlabel 'workers'\nset ylabel 'samples/s'\nset logscale xy\n"
+                "plot 'ssm.dat' using 1:2 with linespoints title 'SFB, Q = P-1', "
+                "'' using 1:3 with linespoints title 'SFB, Q = 2', "
+                "'' using 1:4 with linespoints title 'FMS (bsp)'\n", {"ssm.dat": d})
+
+
 # ---- main -------------------------------------------------------------------
 
 def main():
@@ -613,6 +890,7 @@ def main():
         r.failures.append(f"scale model: {sm.stderr.strip()[-500:]}")
     if not args.no_plots:
         plots(r, out, model)
+        sfb_plots(r, out, model)
     text = summarise(r, pr, lda_name, out, model)
     if not args.quiet:
         print(text)

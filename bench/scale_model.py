@@ -31,6 +31,17 @@ unless --net-alpha/--net-beta say otherwise; g measured with two processes
 stands in for a full node. Those are the model's assumptions beyond 2
 workers, and the reason its larger predictions are estimates, not
 measurements.
+
+With the harness's sfb group (strata mlr, 2 workers) it also models
+sufficient factor broadcasting against full-matrix synchronisation (the
+"sfb" key of the output, sfb_model below): bytes and messages per clock
+from the wire formats (SFB: P Q (24 + K (12 + 4 J + 8 nnz_v)); FMS: every
+worker reads all of W and writes back the rows its minibatch touched),
+compute and factor application from the sfb runs' measured rates, message
+latency and bandwidth from msgcost, and the engine's own costs per factor
+set, per table message and per table byte calibrated on named runs (the
+smallest sfb run; the smallest and largest bsp runs); validated against the
+other 2-worker runs, predicted for 2 to 32 workers at the largest J x D.
 """
 import argparse
 import json
@@ -76,6 +87,281 @@ def predict(N, items, k, P, B, d, c, o, g, link):
     return B * max(t_c, t_c / d + d * t_ch) + o
 
 
+# ---- sufficient factor broadcasting (SFB) against full-matrix sync (FMS) ----
+#
+# MLR (strata mlr) on P workers, K examples per worker per clock, W of J
+# classes x `rows` rows (features + bias), nnz_v stored entries per sample's
+# v (bias included). The byte counts are those of the wire formats
+# (worker/sfb.c, comm/ps.h); bench/harness.py uses the same functions for
+# its "predicted" columns.
+
+SFB_MSG_HEADER = 24     # one per message: P * Q messages per clock
+SFB_FACTOR_HEADER = 12  # one per factor
+PS_HEADER = 24          # comm/ps.h's ps_hdr
+
+
+def sfb_factor_bytes(K, J, nnz_v):
+    """One worker's factor set of one clock: K factors of u (J floats) and
+    a sparse v (nnz_v index/value pairs), with their headers."""
+    return SFB_MSG_HEADER + K * (SFB_FACTOR_HEADER + 4 * J + 8 * nnz_v)
+
+
+def sfb_per_clock(P, Q, K, J, nnz_v):
+    """(bytes, messages) sent per clock by all P workers: each sends its set
+    to its Q out-peers, nobody relays (the seed's Figure 4: P Q K factors)."""
+    return P * Q * sfb_factor_bytes(K, J, nnz_v), P * Q
+
+
+def fms_touched_rows(K, rows, nnz_v):
+    """Modelled: distinct rows one worker's minibatch of K examples touches,
+    the bias row plus K (nnz_v - 1) features drawn uniformly from the rest.
+    (The synthetic sets draw half of them from class supports, so this is
+    an estimate; the reads, every row each clock, dominate the bytes.)"""
+    d = max(1, rows - 1)
+    return 1 + d * (1 - (1 - 1 / d) ** (K * max(0, nnz_v - 1)))
+
+
+def fms_per_clock(P, K, J, rows, nnz_v):
+    """(bytes, messages) sent per clock by all P workers in the table modes,
+    the rows sharded over the P workers: each worker asks every shard for
+    its rows (READ: 4 bytes a row id), every shard answers with them (ROWS:
+    an id and J floats a row) and each worker sends every shard the deltas
+    of the rows its minibatch touched (UPDATE); a header per message, 3 P
+    messages per worker. O(P J D) against SFB's O(P Q K (J + nnz))."""
+    T = fms_touched_rows(K, rows, nnz_v)
+    per_worker = 3 * P * PS_HEADER + rows * 4 + rows * (4 + 4 * J) + T * (4 + 4 * J)
+    return P * per_worker, 3 * P * P
+
+
+def mlr_shape(m):
+    """(J, rows, K, nnz_v, samples) of an mlr run's metrics."""
+    return m["classes"], m["rows"], m["minibatch"], m["nnz_per_sample"], m["examples"]
+
+
+def sfb_rates(m):
+    """Per worker, passes 2..N (medians): compute seconds per sample without
+    the application of factors, and apply seconds per factor applied (own
+    and received), from an sfb run's per-pass worker figures."""
+    pp = m["per_pass"][1:] or m["per_pass"]
+    comp, app = [], []
+    for p in pp:
+        for w in p["workers"]:
+            applied = w["factors_out"] + w["factor_delay"]["factors"]
+            if w["factors_out"] > 0:
+                comp.append((w["compute_s"] - w["apply_s"]) / w["factors_out"])
+            if applied > 0:
+                app.append(w["apply_s"] / applied)
+    return med(comp), med(app)
+
+
+def clocks_per_pass(n, P, K):
+    return -(-n // (P * K))
+
+
+def sfb_clock_s(P, Q, K, J, nnz_v, c, a, o, r, link):
+    """Modelled seconds per clock of one SFB worker: compute its K samples,
+    apply its own and its Q in-peers' factors (Q + 1 sets of K), send its
+    set to Q out-peers while receiving as many, each a ring-shift message
+    (alpha + bytes / beta) plus r per byte (the engine's handling of a set
+    beyond the link: receive buffers, checks, waiting on the slower peer;
+    calibrated), and o, the clock's fixed cost (polling, scheduling, the
+    round's latency; calibrated, assumed constant in P and Q)."""
+    alpha, beta = link
+    return c * K + a * K * (Q + 1) + Q * (alpha + sfb_factor_bytes(K, J, nnz_v) * (1 / beta + r)) + o
+
+
+def fms_clock_s(P, K, J, rows, nnz_v, c, a, o, h, link):
+    """Modelled seconds per clock of one FMS worker: compute and apply its
+    own factors (to its cached rows and the oplog), its share of the table
+    traffic, 3 P messages at alpha and bytes / P at h + 1 / beta each (h:
+    the tables' handling of a byte: copies, coalescing, allocation;
+    calibrated), and o, the clock's fixed cost (calibrated, assumed
+    constant in P)."""
+    alpha, beta = link
+    b, msgs = fms_per_clock(P, K, J, rows, nnz_v)
+    return c * K + a * K + (msgs / P) * alpha + (b / P) * (h + 1 / beta) + o
+
+
+def sfb_model(recs, shm, tcp, net, node_size, workers_list):
+    """The SFB/FMS part of the model, or None without the harness's sfb
+    group (2 workers: sfb s=0, bsp, ssp s=1 on each J x D).
+
+    Measured: c and a (the sfb runs' own compute and apply time, per sample
+    and per factor, at each J x D), alpha and beta (bench/msgcost).
+    Modelled: bytes and messages per clock (the wire formats).
+    Calibrated (what the model cannot derive, fitted to named runs and then
+    not validated on them): o_sfb and r, an SFB clock's fixed cost and the
+    cost per byte of a set beyond the link's, from the smallest and the
+    largest J x D's sfb runs; o_tab and h, the same for an FMS clock and
+    the tables' bytes, from the smallest and the largest J x D's bsp runs.
+    With one J x D only the fixed costs are fitted (r = 0; h alone for
+    FMS, o_tab = 0)."""
+    runs = ok(recs, kind="strata", group="sfb", app="mlr")
+    by = {}
+    for r in runs:
+        by.setdefault((r["jd"], r["label"]), []).append(r)
+    rates = {}
+    for jd in sorted({k[0] for k in by}):
+        rs = by.get((jd, "sfb s=0"))
+        if rs:
+            cs, as_ = zip(*[sfb_rates(r["metrics"]) for r in rs])
+            rates[jd] = (med(cs), med(as_))
+    if not rates:
+        return None
+    sizes = sorted(rates)
+    small, big = sizes[0], sizes[-1]
+
+    def measured_clock(jd, label):
+        """(median seconds per clock, metrics) of a point, or None."""
+        rs = by.get((jd, label))
+        if not rs:
+            return None
+        m = rs[0]["metrics"]
+        J, rows, K, nv, n = mlr_shape(m)
+        return med([r["metrics"]["time_per_pass_s"] for r in rs]) / clocks_per_pass(n, m["workers"], K), m
+
+    def two_points(cal):
+        """(fixed, per byte) through two (bytes, rest) points; one point:
+        (rest, 0). Negative fits (noise) are clamped to 0."""
+        if len(cal) == 2 and cal[0][0] != cal[1][0]:
+            (b1, r1), (b2, r2) = cal
+            per = max(0.0, (r2 - r1) / (b2 - b1))
+            return max(0.0, r1 - b1 * per), per
+        return (max(0.0, cal[-1][1]), 0.0) if cal else (0.0, 0.0)
+
+    # o_sfb, r: the sfb clocks less their measured and linked terms, at the
+    # smallest and the largest J x D, against the set bytes a worker sends.
+    cal = []
+    for jd in ([small, big] if small != big else [big]):
+        t, m = measured_clock(jd, "sfb s=0")
+        J, rows, K, nv, n = mlr_shape(m)
+        Q = m["sfb"]["peers"]
+        rest = t - sfb_clock_s(m["workers"], Q, K, J, nv, *rates[jd], 0.0, 0.0, shm)
+        cal.append((Q * sfb_factor_bytes(K, J, nv), rest))
+    o_sfb, r_sfb = two_points(cal)
+    # o_tab, h: t = base + msgs * o_tab + bytes * h at the two bsp points.
+    cal = []
+    for jd in ([small, big] if small != big else [big]):
+        mc = measured_clock(jd, "bsp")
+        if mc:
+            t, m = mc
+            J, rows, K, nv, n = mlr_shape(m)
+            P = m["workers"]
+            b, msgs = fms_per_clock(P, K, J, rows, nv)
+            rest = t - fms_clock_s(P, K, J, rows, nv, *rates[jd], 0.0, 0.0, shm)
+            cal.append((b / P, rest))
+    if len(cal) == 2:
+        o_tab, h = two_points(cal)
+    else:  # one J x D: the tables' bytes outweigh a fixed cost
+        o_tab, h = 0.0, max(0.0, cal[-1][1] / cal[-1][0]) if cal else 0.0
+    calibrated = {(small, "sfb s=0"), (big, "sfb s=0"), (small, "bsp"), (big, "bsp")}
+
+    val = []
+    for jd in sizes:
+        c, a = rates[jd]
+        for label in ("sfb s=0", "bsp", "ssp s=1"):
+            rs = by.get((jd, label))
+            if not rs:
+                continue
+            m = rs[0]["metrics"]
+            J, rows, K, nv, n = mlr_shape(m)
+            P = m["workers"]
+            if label.startswith("sfb"):
+                Q = m["sfb"]["peers"]
+                t = sfb_clock_s(P, Q, K, J, nv, c, a, o_sfb, r_sfb, shm)
+                b, msgs = sfb_per_clock(P, Q, K, J, nv)
+                how = "calibration (o_sfb, r)" if (jd, label) in calibrated else "c, a of this run"
+            else:
+                t = fms_clock_s(P, K, J, rows, nv, c, a, o_tab, h, shm)
+                b, msgs = fms_per_clock(P, K, J, rows, nv)
+                how = ("calibration (o_tab, h)" if (jd, label) in calibrated
+                       else "c, a of the sfb run" + (" (no staleness term)" if label.startswith("ssp") else ""))
+            meas = [r["metrics"]["time_per_pass_s"] for r in rs]
+            pred = t * clocks_per_pass(n, P, K)
+            val.append(dict(jd=jd, classes=J, rows=rows, label=label, workers=P, minibatch=K,
+                            bytes_per_clock=b, messages_per_clock=msgs, predicted_s=pred,
+                            measured_median_s=med(meas), measured_min_s=min(meas),
+                            measured_max_s=max(meas), error=pred / med(meas) - 1, inputs=how,
+                            calibration=(jd, label) in calibrated))
+    # Predictions: the largest point's shape (J, rows, K, nnz) at more
+    # workers. Per clock the P workers process P K samples; a pass of the
+    # run's n samples is ceil(n / (P K)) clocks.
+    m = by[(big, "sfb s=0")][0]["metrics"]
+    J, rows, K, nv, n = mlr_shape(m)
+    c, a = rates[big]
+    preds = []
+    for P in workers_list:
+        link = shm if P <= node_size else net
+        row = dict(workers=P, link="shm" if P <= node_size else "net",
+                   clocks_per_pass=clocks_per_pass(n, P, K))
+        for name, Q in (("sfb", P - 1), ("sfb_q2", min(2, P - 1))):
+            t = sfb_clock_s(P, Q, K, J, nv, c, a, o_sfb, r_sfb, link)
+            b, msgs = sfb_per_clock(P, Q, K, J, nv)
+            row[name] = dict(peers=Q, clock_s=t, samples_per_s=P * K / t, bytes_per_clock=b,
+                             messages_per_clock=msgs, time_per_pass_s=t * row["clocks_per_pass"])
+        t = fms_clock_s(P, K, J, rows, nv, c, a, o_tab, h, link)
+        b, msgs = fms_per_clock(P, K, J, rows, nv)
+        row["fms"] = dict(clock_s=t, samples_per_s=P * K / t, bytes_per_clock=b,
+                          messages_per_clock=msgs, time_per_pass_s=t * row["clocks_per_pass"])
+        preds.append(row)
+    inputs = [
+        ("c", f"{c * 1e6:.3f} us per sample", "measured: sfb runs, (compute_s - apply_s) / factors_out "
+         "per worker, passes 2..N, median (2 workers on 2 cores: contention included)"),
+        ("a", f"{a * 1e6:.3f} us per factor applied", "measured: sfb runs, apply_s / (own + received "
+         "factors) per worker, passes 2..N, median"),
+        ("alpha, beta (shm)", f"{shm[0] * 1e6:.2f} us, {shm[1] / 1e9:.2f} GB/s", "measured: bench/msgcost ring shift"),
+        ("alpha, beta (net)", f"{net[0] * 1e6:.2f} us, {net[1] / 1e9:.2f} GB/s",
+         "measured: bench/msgcost ring shift over TCP loopback, or --net-alpha/--net-beta"),
+        ("o_sfb, r", f"{o_sfb * 1e6:.2f} us per clock, {r_sfb * 1e9:.3f} ns per set byte",
+         f"calibrated: the sfb runs at J x D = {small:g} and {big:g}, their time per clock less "
+         "compute, apply and the link; o_sfb assumed constant in P and Q"),
+        ("o_tab, h", f"{o_tab * 1e6:.2f} us per clock, {h * 1e9:.3f} ns per byte",
+         f"calibrated: the bsp runs at J x D = {small:g} and {big:g}, their time per clock less compute, "
+         "apply and the link"),
+        ("SFB bytes, messages", "P Q (24 + K (12 + 4 J + 8 nnz_v)), P Q", "modelled: the wire format"),
+        ("FMS bytes, messages", "P (72 P + rows (8 + 4 J) + T (4 + 4 J)), 3 P^2",
+         "modelled: the wire format; T, the rows a minibatch touches, for uniformly drawn features"),
+    ]
+    md = []
+    md.append(f"MLR; c and a at J x D = {big:g} ({J} classes x {rows} rows, nnz_v {nv}, K {K}) shown; each "
+              "J x D uses its own. Every input with its source:\n")
+    md.append("| input | value | source |\n|---|---|---|")
+    md += [f"| {k} | {v} | {s_} |" for k, v, s_ in inputs]
+    md.append("")
+    md.append("Per clock, one worker: SFB = c K + a K (Q + 1) + Q (alpha + set bytes (1 / beta + r)) + o_sfb; "
+              "FMS = c K + a K + 3 P alpha + (bytes / P) (h + 1 / beta) + o_tab, bytes as above. "
+              "A pass is ceil(n / (P K)) clocks.\n")
+    md.append("Validation (2 workers, shared memory; calibration rows are fitted, not validated):\n")
+    md.append("| J x D | mode | bytes per clock (model) | predicted ms per pass | measured ms median (min-max) "
+              "| error | inputs |\n|---|---|---|---|---|---|---|")
+    for v in val:
+        md.append(f"| {v['jd']:g} | {v['label']} | {v['bytes_per_clock']:.4g} | {v['predicted_s'] * 1e3:.2f} | "
+                  f"{v['measured_median_s'] * 1e3:.2f} ({v['measured_min_s'] * 1e3:.2f}-"
+                  f"{v['measured_max_s'] * 1e3:.2f}) | {100 * v['error']:+.1f}% | {v['inputs']} |")
+    md.append("")
+    md.append(f"Predicted (modelled: estimates, not measurements), J x D = {big:g}, K = {K} per worker, "
+              f"{n} samples per pass, {node_size} workers per node (beyond one node every message at the "
+              "network's alpha and beta). The model has no explicit term for waiting on the slowest worker "
+              "(the calibrated terms hold what the 2-worker runs waited), nor for the convergence partial "
+              "broadcast loses.\n")
+    md.append("| workers | clocks per pass | SFB Q = P-1: ms per clock | samples/s | MB per clock "
+              "| SFB Q = 2: ms per clock | MB per clock | FMS: ms per clock | samples/s | MB per clock "
+              "| SFB / FMS time |\n|---|---|---|---|---|---|---|---|---|---|---|")
+    for p in preds:
+        s1, s2, f = p["sfb"], p["sfb_q2"], p["fms"]
+        md.append(f"| {p['workers']} | {p['clocks_per_pass']} | {s1['clock_s'] * 1e3:.3g} | "
+                  f"{s1['samples_per_s']:.3g} | {s1['bytes_per_clock'] / 1e6:.3g} | {s2['clock_s'] * 1e3:.3g} | "
+                  f"{s2['bytes_per_clock'] / 1e6:.3g} | {f['clock_s'] * 1e3:.3g} | {f['samples_per_s']:.3g} | "
+                  f"{f['bytes_per_clock'] / 1e6:.3g} | {s1['clock_s'] / f['clock_s']:.3g} |")
+    return dict(point=dict(jd=big, classes=J, rows=rows, minibatch=K, nnz_v=nv, samples=n),
+                inputs=dict(compute_s_per_sample=c, apply_s_per_factor=a,
+                            rates_by_size={f"{jd:g}": dict(compute_s_per_sample=r[0], apply_s_per_factor=r[1])
+                                           for jd, r in rates.items()},
+                            sfb_clock_s=o_sfb, sfb_set_byte_s=r_sfb, table_clock_s=o_tab, table_byte_s=h, shm_ring=shm, net=net,
+                            node_size=node_size, sources={k: s_ for k, _, s_ in inputs}),
+                validation=val, predictions=preds, markdown="\n".join(md))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", required=True, help="runs.jsonl from bench/harness.py")
@@ -104,6 +390,7 @@ def main():
     if not shm or not tcp:
         sys.exit("scale_model: msgcost results for shm and tcp are missing")
     net = (args.net_alpha or tcp[0], args.net_beta or tcp[1])
+    sfb = sfb_model(recs, shm, tcp, net, args.node_size, [2, 4, 8, 16, 32])
 
     # Validation: every measured scheduled point with its transport.
     val = []
@@ -176,6 +463,8 @@ def main():
     out = dict(inputs=dict(compute_s_per_update=c, overhead_s=o, contention=g, shm_ring=shm, tcp_ring=tcp,
                            net=net, rank=k, depth=d, row_bytes=row_bytes(k), node_size=args.node_size),
                validation=val, predictions=preds, markdown="\n".join(md))
+    if sfb:
+        out["sfb"] = sfb
     with open(args.out + ".tmp", "w") as f:
         json.dump(out, f, indent=1)
     import os
