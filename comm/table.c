@@ -408,9 +408,15 @@ static int serve(strata_table *tb, int *progressed) {
       if (rc) return fail(tb, rc);
       if (!got) break;
       *progressed = 1;
-      tb->st.bytes_recv += len;
       rc = ps_msg_check(buf, len, tb->L, src);
-      if (!rc) rc = side == 0 ? on_server_msg(tb, &buf, src) : on_client_msg(tb, buf, src);
+      if (!rc) {
+        /* Snapshot traffic is counted once, by its sender (snapshot_bytes),
+         * and stays out of the training traffic as on the sending side. */
+        const ps_hdr *h = buf;
+        if (h->type != PS_SNAP && !(h->type == PS_ROWS && (h->flags & PS_SNAPSHOT)))
+          tb->st.bytes_recv += len;
+        rc = side == 0 ? on_server_msg(tb, &buf, src) : on_client_msg(tb, buf, src);
+      }
       strata_free(buf);
       if (rc) return fail(tb, rc);
     }

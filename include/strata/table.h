@@ -76,7 +76,7 @@ typedef struct strata_table_conf {
 
 typedef struct strata_table_stats {
   double wait_s;                /* blocked on freshness (get) or on close */
-  uint64_t bytes_sent, bytes_recv;
+  uint64_t bytes_sent, bytes_recv; /* every message but the snapshots' */
   uint64_t reads;               /* rows read by get */
   uint64_t hist[STRATA_TABLE_HIST];
   int64_t diff_sum;             /* sum of (age - clock) over reads */
