@@ -98,6 +98,80 @@ static void residue_graph(int P, int Q, int kautz, int *peers) {
   }
 }
 
+int strata__topology_in_spread(int P, int Q, const int *peers) {
+  int lo = INT_MAX, hi = 0;
+  for (int v = 0; v < P; v++) {
+    int in = 0;
+    for (size_t e = 0; e < (size_t)P * Q; e++) in += peers[e] == v;
+    lo = in < lo ? in : lo;
+    hi = in > hi ? in : hi;
+  }
+  return hi - lo;
+}
+
+/* The circulant with jumps J[0..Q) (distinct, in 1..P-1): p -> p + J_j. */
+static void circulant_graph(int P, int Q, const int *J, int *peers) {
+  for (int p = 0; p < P; p++) {
+    for (int j = 0; j < Q; j++) peers[(size_t)p * Q + j] = (p + J[j]) % P;
+    sort_row(peers + (size_t)p * Q, Q);
+  }
+}
+
+/* A circulant's tau: every worker sees the same graph, so one
+ * breadth-first search from worker 0 gives it (INT_MAX: not connected).
+ * dist and queue hold P entries each. */
+static int circulant_tau(int P, int Q, const int *J, int *dist, int *queue) {
+  for (int v = 0; v < P; v++) dist[v] = -1;
+  dist[0] = 0;
+  queue[0] = 0;
+  int head = 0, tail = 1;
+  while (head < tail) {
+    int u = queue[head++];
+    for (int j = 0; j < Q; j++) {
+      int v = (u + J[j]) % P;
+      if (dist[v] < 0) {
+        dist[v] = dist[u] + 1;
+        queue[tail++] = v;
+      }
+    }
+  }
+  return tail < P ? INT_MAX : dist[queue[P - 1]];
+}
+
+/* The circulant of least tau among the jump sets tried, into J: every
+ * Q-subset of 1..P-1 in lexicographic order (the first of least tau; it
+ * stops at the lower bound) when there are at most
+ * STRATA__TOPOLOGY_CIRCULANT_SETS of them, else 1..Q. Returns its tau, or
+ * STRATA_ENOMEM. */
+static int best_circulant(int P, int Q, int lower, int *J) {
+  int *dist = strata_malloc(2 * (size_t)P * sizeof *dist), *cur = strata_malloc((size_t)Q * sizeof *cur);
+  if (!dist || !cur) {
+    strata_free(dist);
+    strata_free(cur);
+    return strata_err_set(STRATA_ENOMEM, "out of memory for a %d-worker topology", P);
+  }
+  double sets = 1;
+  for (int k = 0; k < Q && sets <= STRATA__TOPOLOGY_CIRCULANT_SETS; k++)
+    sets = sets * (P - 1 - k) / (k + 1);
+  for (int j = 0; j < Q; j++) cur[j] = J[j] = j + 1;
+  int best = circulant_tau(P, Q, cur, dist, dist + P);
+  while (sets <= STRATA__TOPOLOGY_CIRCULANT_SETS && best > lower) {
+    int i = Q - 1; /* the next subset in lexicographic order */
+    while (i >= 0 && cur[i] == P - Q + i) i--;
+    if (i < 0) break;
+    cur[i]++;
+    for (int j = i + 1; j < Q; j++) cur[j] = cur[j - 1] + 1;
+    int tau = circulant_tau(P, Q, cur, dist, dist + P);
+    if (tau < best) {
+      best = tau;
+      memcpy(J, cur, (size_t)Q * sizeof *J);
+    }
+  }
+  strata_free(dist);
+  strata_free(cur);
+  return best;
+}
+
 /* ---- exact search ----------------------------------------------------- */
 
 typedef struct search {
@@ -203,7 +277,7 @@ int strata__sfb_topology(int P, int Q, strata__topology *out) {
     return strata_err_set(STRATA_EUSAGE, "--peers %d: must be 1 to P - 1 = %d (P = %d workers)", Q,
                           P - 1, P);
   int rc = 0;
-  int *alt = NULL;
+  int *alt = NULL, *J = NULL;
   out->P = P;
   out->Q = Q;
   out->lower = strata__topology_lower_bound(P, Q);
@@ -221,17 +295,32 @@ int strata__sfb_topology(int P, int Q, strata__topology *out) {
   }
 
   alt = strata_malloc((size_t)P * Q * sizeof *alt);
-  if (!alt) goto nomem;
-  int tau_alt;
-  residue_graph(P, Q, 1, out->peers);
-  if ((rc = strata__topology_tau(P, Q, out->peers, &out->tau))) goto fail;
-  residue_graph(P, Q, 0, alt);
-  if ((rc = strata__topology_tau(P, Q, alt, &tau_alt))) goto fail;
-  if (tau_alt < out->tau) {
-    int *t = out->peers;
-    out->peers = alt;
-    alt = t;
-    out->tau = tau_alt;
+  J = strata_malloc((size_t)Q * sizeof *J);
+  if (!alt || !J) goto nomem;
+  /* Three constructions; the least tau wins, then the least spread of
+   * in-degrees, then the first. */
+  for (int k = 0; k < 3; k++) {
+    int tau, *g = k ? alt : out->peers;
+    if (k < 2) {
+      residue_graph(P, Q, k == 0, g);
+      if ((rc = strata__topology_tau(P, Q, g, &tau))) goto fail;
+    } else {
+      if ((tau = best_circulant(P, Q, out->lower, J)) < 0) {
+        rc = tau;
+        goto fail;
+      }
+      circulant_graph(P, Q, J, g);
+    }
+    int spread = strata__topology_in_spread(P, Q, g);
+    if (k == 0 || tau < out->tau || (tau == out->tau && spread < out->in_spread)) {
+      if (k) {
+        int *t = out->peers;
+        out->peers = alt;
+        alt = t;
+      }
+      out->tau = tau;
+      out->in_spread = spread;
+    }
   }
   out->optimal = out->tau == out->lower;
   if (!out->optimal && P <= STRATA__TOPOLOGY_EXACT_P) {
@@ -243,6 +332,7 @@ int strata__sfb_topology(int P, int Q, strata__topology *out) {
         out->peers = alt;
         alt = t;
         out->tau = T;
+        out->in_spread = strata__topology_in_spread(P, Q, out->peers);
         break;
       }
     }
@@ -250,12 +340,14 @@ int strata__sfb_topology(int P, int Q, strata__topology *out) {
     out->optimal = 1;
   }
   strata_free(alt);
+  strata_free(J);
   return 0;
 
 nomem:
   rc = strata_err_set(STRATA_ENOMEM, "out of memory for the topology of %d workers", P);
 fail:
   strata_free(alt);
+  strata_free(J);
   strata__topology_close(out);
   return rc;
 }

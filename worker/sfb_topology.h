@@ -20,18 +20,29 @@
  * 1980). For Q = 1 the only strongly connected choice is a ring, tau = P - 1;
  * for Q = P - 1 it is full broadcast, tau = 1.
  *
+ * Second, among graphs of that tau, one where every worker also hears from
+ * exactly Q others (in-degree Q), as far as the constructions below find
+ * one: a worker that hears from fewer peers applies fewer updates, its
+ * replica falls behind the others', and the drift between replicas grows
+ * pass by pass (docs/cli.md has the measurement).
+ *
  * Construction, deterministic in (P, Q):
  *   - Q = 1: the ring p -> p + 1; Q = P - 1: every other worker.
- *   - otherwise the better (smaller tau, ties to the first) of two digraphs
- *     on residues mod P, each with tau <= ceil(log_Q P):
+ *   - otherwise the best (smaller tau, then smaller spread of in-degrees,
+ *     ties to the first) of three digraphs on residues mod P:
  *     the generalized Kautz digraph of Imase and Itoh (1983),
  *       p -> -(p Q + j) mod P, j = 1..Q,
- *     and the generalized de Bruijn digraph of Reddy, Pradhan and Kuhl
- *     (1980), p -> (p Q + j) mod P, j = 0..Q-1.
- *     A self-loop (p among its own Q consecutive residues) is replaced by the
- *     first worker p + 1, p + 2, ... (mod P) not already an out-peer; no
- *     shortest path uses a loop and an added edge lengthens none, so the
- *     bound holds after the repair. The out-peers are distinct since Q < P.
+ *     the generalized de Bruijn digraph of Reddy, Pradhan and Kuhl
+ *     (1980), p -> (p Q + j) mod P, j = 0..Q-1, both with tau <=
+ *     ceil(log_Q P), and a circulant p -> p + J_1, ..., p + J_Q, whose
+ *     in-degrees are all Q: the jump set of least tau among all Q-subsets
+ *     of 1..P-1 when there are at most STRATA__TOPOLOGY_CIRCULANT_SETS,
+ *     else 1..Q (tau = ceil((P - 1) / Q)).
+ *     In the first two a self-loop (p among its own Q consecutive residues)
+ *     is replaced by the first worker p + 1, p + 2, ... (mod P) not already
+ *     an out-peer; no shortest path uses a loop and an added edge lengthens
+ *     none, so the bound holds after the repair (the in-degrees may then
+ *     differ). The out-peers are distinct since Q < P.
  *   - when that tau is above the lower bound and P <= STRATA__TOPOLOGY_EXACT_P,
  *     an exact search (strata__topology_search) for each tau from the lower
  *     bound up replaces the graph with the first it finds, or proves the
@@ -48,6 +59,10 @@
  * tau 3 is out of reach. */
 #define STRATA__TOPOLOGY_EXACT_P 12
 
+/* Most circulant jump sets tried (C(P - 1, Q) of them): 65536 breadth-first
+ * searches of P Q steps, milliseconds up to P = 64. */
+#define STRATA__TOPOLOGY_CIRCULANT_SETS 65536
+
 /* Largest P strata__topology_search accepts (one machine word per worker). */
 #define STRATA__TOPOLOGY_SEARCH_MAX_P 64
 
@@ -57,6 +72,7 @@ typedef struct strata__topology {
    * p's out-peers, ascending. */
   int *peers;
   int tau;     /* the graph's diameter in hops */
+  int in_spread; /* largest minus smallest in-degree (0: every worker hears from Q) */
   int lower;   /* the Moore lower bound on tau over every such graph */
   int optimal; /* 1: tau is proven minimal (tau == lower, or exact search) */
 } strata__topology;
@@ -100,5 +116,9 @@ int strata__topology_lower_bound(int P, int Q);
  * @return 1 found, 0 none exists, STRATA_EINVAL for arguments out of range.
  */
 int strata__topology_search(int P, int Q, int T, int *peers);
+
+/* The largest minus the smallest in-degree of the digraph peers (P * Q
+ * entries). */
+int strata__topology_in_spread(int P, int Q, const int *peers);
 
 #endif

@@ -93,7 +93,38 @@ static void check_shape(int P, int Q, const int *peers, int ascending) {
   }
 }
 
+/* The in-degrees' spread (largest minus smallest), counted here. */
+static int spread_of(int P, int Q, const int *peers) {
+  int in[1024] = {0}, lo = INT_MAX, hi = 0;
+  for (int e = 0; e < P * Q; e++) in[peers[e]]++;
+  for (int v = 0; v < P; v++) {
+    lo = in[v] < lo ? in[v] : lo;
+    hi = in[v] > hi ? in[v] : hi;
+  }
+  return hi - lo;
+}
+
+/* The least tau of a circulant p -> p + J (every Q-subset J of 1..P-1),
+ * by this file's BFS; INT_MAX when none is connected. */
+static int brute_circulant_tau(int P, int Q) {
+  int *peers = malloc((size_t)P * Q * sizeof *peers), best = INT_MAX;
+  assert_non_null(peers);
+  for (unsigned m = 0; m < 1u << (P - 1); m++) {
+    if (__builtin_popcount(m) != Q) continue;
+    for (int p = 0; p < P; p++) {
+      int k = 0;
+      for (int j = 1; j < P; j++)
+        if (m >> (j - 1) & 1) peers[p * Q + k++] = (p + j) % P;
+    }
+    int tau = bfs_tau(P, Q, peers);
+    if (tau < best) best = tau;
+  }
+  free(peers);
+  return best;
+}
+
 static void check_topology(const strata__topology *t, int P, int Q) {
+  assert_int_equal(t->in_spread, spread_of(P, Q, t->peers));
   assert_int_equal(t->P, P);
   assert_int_equal(t->Q, Q);
   assert_non_null(t->peers);
@@ -183,6 +214,9 @@ static void test_all_small(void **state) {
       /* In the exact range every answer is settled, quickly. */
       assert_true(t.optimal);
       assert_true(dt < 0.05);
+      /* Every worker hears from Q others whenever a circulant reaches the
+       * least tau. */
+      if (brute_circulant_tau(P, Q) == t.tau) assert_int_equal(t.in_spread, 0);
       strata__topology_close(&t);
       assert_null(t.peers);
     }
