@@ -80,8 +80,7 @@ typedef struct sfb {
   /* drift: worker 0 gathers an even sample of every replica's rows */
   uint32_t drift_stride, drift_rows;
   float *drift_mine, *drift_all; /* rows x J; worker 0: P of them */
-  strata_req *drift_reqs;
-  int drift_sending;
+  strata_req *drift_reqs; /* P */
 } sfb;
 
 static void queue_free(in_queue *q) {
@@ -381,45 +380,36 @@ static void sfb_stats(void *be, strata_worker_stats *st) {
   }
 }
 
-/* Worker 0's wait for the drift samples; factor sets that come meanwhile
- * are taken in. */
+/* A wait for the drift exchange's requests; factor sets that come
+ * meanwhile are taken in. */
 static int poll_drift(void *ctx, int *done, int *progressed) {
   sfb *b = ctx;
-  int rc = b->w->t->test_all(b->w->t->impl, b->drift_reqs + 1, b->P - 1, done);
+  int rc = b->w->t->test_all(b->w->t->impl, b->drift_reqs, b->P, done);
   if (!rc) rc = receive(b);
   *progressed = *done;
   return rc;
 }
 
-/* A worker's wait for its previous sample to have gone (worker 0 took it
- * in at the end of that pass, long ago unless this worker runs ahead). */
-static int poll_drift_sent(void *ctx, int *done, int *progressed) {
-  sfb *b = ctx;
-  int rc = b->w->t->test(b->w->t->impl, &b->drift_reqs[0], done);
-  if (!rc) rc = receive(b);
-  *progressed = *done;
-  return rc;
-}
-
-/* Worker 0 gathers an even sample of rows from every replica and reports
- * the largest difference between any two; the others send theirs. The
- * previous pass's send completed long ago (worker 0 received it). */
+/* Worker 0 gathers an even sample of rows from every replica, reports the
+ * largest difference between any two, and sends it back to every worker,
+ * which waits for it: every worker leaves the pass's evaluation together,
+ * as on the ring, so that no worker's next pass starts by waiting for
+ * worker 0's evaluation (that wait would count as training time). */
 static int drift(sfb *b, strata_worker_stats *st) {
   strata__worker *w = b->w;
   strata_transport *t = w->t;
   st->drift = -1;
   if (b->P < 2) return 0;
   size_t row = (size_t)b->J * sizeof(float), n = (size_t)b->drift_rows * b->J;
-  int rc = 0;
-  double waited = 0;
-  if (b->drift_sending && (rc = wait_until(poll_drift_sent, b, &waited))) return rc;
-  b->drift_sending = 0;
   float *mine = b->me ? b->drift_mine : b->drift_all;
   for (uint32_t i = 0; i < b->drift_rows; i++)
     memcpy(mine + (size_t)i * b->J, (char *)b->W->buf + (size_t)i * b->drift_stride * row, row);
+  double worst = 0, waited = 0;
+  int rc = 0;
   if (b->me) {
     rc = t->isend(t->impl, mine, n * sizeof(float), 1, TAG_SFB_DRIFT, &b->drift_reqs[0]);
-    b->drift_sending = !rc;
+    if (!rc) rc = t->irecv(t->impl, &worst, sizeof worst, 1, TAG_SFB_DRIFT, &b->drift_reqs[1]);
+    if (!rc) rc = wait_until(poll_drift, b, &waited);
     st->eval_bytes += n * sizeof(float);
     return rc;
   }
@@ -428,7 +418,6 @@ static int drift(sfb *b, strata_worker_stats *st) {
                   &b->drift_reqs[q]);
   if (!rc) rc = wait_until(poll_drift, b, &waited);
   if (rc) return rc;
-  double worst = 0;
   for (size_t x = 0; x < n; x++) {
     float lo = b->drift_all[x], hi = lo;
     for (int q = 1; q < b->P; q++) {
@@ -439,9 +428,12 @@ static int drift(sfb *b, strata_worker_stats *st) {
     double d = (double)hi - (double)lo;
     if (!(d <= worst)) worst = d; /* a NaN replica shows as NaN */
   }
+  for (int q = 1; q < b->P && !rc; q++)
+    rc = t->isend(t->impl, &worst, sizeof worst, q + 1, TAG_SFB_DRIFT, &b->drift_reqs[q]);
+  if (!rc) rc = wait_until(poll_drift, b, &waited);
   st->drift = worst;
   st->drift_rows = b->drift_rows;
-  return 0;
+  return rc;
 }
 
 /* block_objective of this worker's resident blocks and, on worker 0, of W:
@@ -490,9 +482,7 @@ static int sfb_close(void *be, int stopped) {
   int rc = stopped ? bring_up_to(b, b->clock, 0) : 0;
   for (int i = 0; i < b->n_own && !rc; i++)
     if (b->own[i].clock >= 0 && b->Q) rc = strata_comm_wait_all_idle(b->w->t, b->own[i].reqs, b->Q);
-  double waited = 0;
-  if (!rc && b->drift_sending) rc = wait_until(poll_drift_sent, b, &waited);
-  b->drift_sending = 0;
+  b->st = NULL;
   return rc;
 }
 
@@ -557,8 +547,9 @@ static int sfb_open(strata__worker *w, void **out) {
           b->is_in[p] = 1;
         }
     strata__topology_close(&topo);
-    /* Rows of the drift sample: every stride-th, about 2^20 floats. */
-    uint64_t floats = (uint64_t)b->D * b->J, cap = 1u << 20;
+    /* Rows of the drift sample: every stride-th, about 2^16 floats, so
+     * that the exchange stays small beside a pass. */
+    uint64_t floats = (uint64_t)b->D * b->J, cap = 1u << 16;
     b->drift_stride = (uint32_t)(floats > cap ? (floats + cap - 1) / cap : 1);
     b->drift_rows = (b->D + b->drift_stride - 1) / b->drift_stride;
     size_t n = (size_t)b->drift_rows * b->J;
@@ -566,6 +557,9 @@ static int sfb_open(strata__worker *w, void **out) {
     b->drift_all = b->me ? NULL : strata_malloc((size_t)b->P * n * sizeof(float));
     if (!b->drift_mine || (!b->me && !b->drift_all))
       return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
+    /* Touched now: page faults belong to the set-up, not to pass 1. */
+    memset(b->drift_mine, 0, n * sizeof(float));
+    if (!b->me) memset(b->drift_all, 0, (size_t)b->P * n * sizeof(float));
   }
   return 0;
 }
