@@ -547,9 +547,9 @@ static int sfb_open(strata__worker *w, void **out) {
           b->is_in[p] = 1;
         }
     strata__topology_close(&topo);
-    /* Rows of the drift sample: every stride-th, about 2^16 floats, so
-     * that the exchange stays small beside a pass. */
-    uint64_t floats = (uint64_t)b->D * b->J, cap = 1u << 16;
+    /* Rows of the drift sample: every stride-th, about 2^20 floats (4 MB
+     * to worker 0 per worker and pass, evaluation time). */
+    uint64_t floats = (uint64_t)b->D * b->J, cap = 1u << 20;
     b->drift_stride = (uint32_t)(floats > cap ? (floats + cap - 1) / cap : 1);
     b->drift_rows = (b->D + b->drift_stride - 1) / b->drift_stride;
     size_t n = (size_t)b->drift_rows * b->J;
