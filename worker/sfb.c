@@ -547,9 +547,10 @@ static int sfb_open(strata__worker *w, void **out) {
           b->is_in[p] = 1;
         }
     strata__topology_close(&topo);
-    /* Rows of the drift sample: every stride-th, about 2^20 floats (4 MB
-     * to worker 0 per worker and pass, evaluation time). */
-    uint64_t floats = (uint64_t)b->D * b->J, cap = 1u << 20;
+    /* Rows of the drift sample: every stride-th, about 2^16 floats. A
+     * sample of 2^20 (4 MB a worker) slowed the next pass by up to half on
+     * a 2e6-weight set, its transfer lingering into the first clocks. */
+    uint64_t floats = (uint64_t)b->D * b->J, cap = 1u << 16;
     b->drift_stride = (uint32_t)(floats > cap ? (floats + cap - 1) / cap : 1);
     b->drift_rows = (b->D + b->drift_stride - 1) / b->drift_stride;
     size_t n = (size_t)b->drift_rows * b->J;

@@ -95,7 +95,7 @@ typedef struct strata_worker_stats {
   uint64_t replica_digest; /* FNV-1a over the replica's bytes at each clock end of the pass */
   /* sfb, worker 0's report: the largest |W_p - W_q| over every pair of
    * workers' replicas at the pass's end, taken over drift_rows rows of W
-   * (every row, or an even sample of about 2^20 floats); -1: not measured. */
+   * (every row, or an even sample of about 2^16 floats); -1: not measured. */
   double drift;
   uint32_t drift_rows;
 } strata_worker_stats;
