@@ -189,3 +189,12 @@ void strata_sf_factors_clear(strata_sf_factors *f) { strata__sf_reset(f, 0, 0); 
 int strata_sf_factors_next(const strata_sf_factors *f, size_t *pos, strata_sf_factor *out) {
   return strata__sf_next(f->buf, f->len, f->J, f->D, pos, out) == 1;
 }
+
+int strata_sf_schedule(const void *cfg, const strata_setup *setup, const strata_problem *prob,
+                       strata_schedule *sched) {
+  (void)cfg;
+  if (prob->n_data % setup->workers)
+    return strata_err_set(STRATA_ESCHED, "%d data blocks do not make minibatches for %d workers",
+                          prob->n_data, setup->workers);
+  return strata_schedule_minibatches(sched, setup->workers, prob->n_data / setup->workers);
+}

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "apps/common/model_files.h"
+#include "apps/common/rows.h"
 #include "apps/dml/dml_pairs.h"
 #include "strata/core.h"
 #include "strata/dml.h"
@@ -22,32 +23,8 @@
 #include "strata/libsvm.h"
 #include "strata/sf.h"
 
-/* Data and eval blocks: a header, then row_off[n + 1], col[nnz], val[nnz],
- * sim[n] (32-bit each; sim 1 for a similar pair). */
-typedef struct dml_block {
-  uint32_t n, nnz;
-  uint32_t batch; /* pairs in the global minibatch this block is part of */
-  uint32_t pad;
-} dml_block;
-
-typedef struct dml_view {
-  uint32_t n, batch;
-  const uint32_t *off, *col, *sim;
-  const float *val;
-} dml_view;
-
-static dml_view view_of(const strata_block *b) {
-  dml_view v = {0};
-  if (!b || b->len < sizeof(dml_block)) return v;
-  const dml_block *h = b->buf;
-  v.n = h->n;
-  v.batch = h->batch;
-  v.off = (const uint32_t *)(h + 1);
-  v.col = v.off + h->n + 1;
-  v.val = (const float *)(v.col + h->nnz);
-  v.sim = (const uint32_t *)(v.val + h->nnz);
-  return v;
-}
+/* Data and eval blocks: labelled sparse rows (apps/common/rows.h), a pair's
+ * difference each, labelled 1 for a similar pair. */
 
 typedef struct dml_meta {
   uint32_t k, D; /* L is k x D, kept as D rows of k */
@@ -91,12 +68,10 @@ static const strata_option dml_options[] = {
      NULL, "initial L ~ N(0, S^2 / features)", NULL},
     {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
 
-static int is_synth(const char *data) { return strncmp(data, "synth", 5) == 0; }
-
 static int dml_check(const void *vcfg, const strata_setup *setup) {
   const strata_dml_config *cfg = vcfg;
   (void)setup;
-  if (cfg->test && is_synth(cfg->data))
+  if (cfg->test && strata__is_synth(cfg->data))
     return strata_err_set(STRATA_EUSAGE,
                           "--test needs --data from a file (synth: makes its own test set: "
                           "test=T)");
@@ -247,48 +222,19 @@ static void pairs_close(pair_list *p) {
 }
 
 /* Reads the training set and, where there is one, the test set (*has_test). */
-static int read_data(const strata_dml_config *cfg, strata_libsvm *train, strata_libsvm *test,
-                     int *has_test) {
-  int rc;
-  *has_test = 0;
-  if (is_synth(cfg->data)) {
-    strata_libsvm_synth_spec spec;
-    strata_libsvm_synth_defaults(&spec);
-    if ((rc = strata_libsvm_synth_parse(cfg->data, &spec))) return rc;
-    *has_test = spec.test > 0;
-    return strata_libsvm_synth(&spec, train, test);
-  }
-  if ((rc = strata_libsvm_read(cfg->data, NULL, train))) return rc;
-  if (cfg->test) {
-    strata_libsvm_opts o;
-    strata_libsvm_opts_for_test(train, &o);
-    if ((rc = strata_libsvm_read(cfg->test, &o, test))) return rc;
-    *has_test = 1;
-  }
-  return 0;
-}
-
-/* Fills b with pairs pl[lo, hi) of d as their differences. */
+/* Fills b with pairs pl[lo, hi) of d as their differences, labelled 1
+ * (similar) or 0. */
 static int fill_block(strata_block *b, const strata_libsvm *d, const pair_list *pl, uint64_t lo,
                       uint64_t hi, uint64_t batch) {
   uint64_t n = hi - lo, nnz = 0;
   for (uint64_t i = lo; i < hi; i++) nnz += strata__dml_delta(d, pl->a[i], pl->b[i], NULL, NULL);
-  if (nnz > UINT32_MAX - 1 || batch > UINT32_MAX)
-    return strata_err_set(STRATA_ETOOBIG, "dml: a minibatch of %llu stored entries is too large",
-                          (unsigned long long)nnz);
-  b->len = sizeof(dml_block) + ((size_t)n + 1 + 2 * (size_t)nnz + (size_t)n) * 4;
-  if (!(b->buf = strata_alloc_aligned(b->len)))
-    return strata_err_set(STRATA_ENOMEM, "dml: out of memory");
-  dml_block *h = b->buf;
-  *h = (dml_block){.n = (uint32_t)n, .nnz = (uint32_t)nnz, .batch = (uint32_t)batch};
-  uint32_t *off = (uint32_t *)(h + 1), *col = off + n + 1;
-  float *val = (float *)(col + nnz);
-  uint32_t *sim = (uint32_t *)(val + nnz);
-  off[0] = 0;
+  strata__rows r;
+  int rc = strata__rows_alloc(b, n, nnz, batch, "dml", &r);
+  if (rc) return rc;
   for (uint64_t i = 0; i < n; i++) {
     uint64_t p = lo + i;
-    off[i + 1] = off[i] + strata__dml_delta(d, pl->a[p], pl->b[p], col + off[i], val + off[i]);
-    sim[i] = pl->sim[p];
+    r.off[i + 1] = r.off[i] + strata__dml_delta(d, pl->a[p], pl->b[p], r.col + r.off[i], r.val + r.off[i]);
+    r.label[i] = pl->sim[p];
   }
   return 0;
 }
@@ -300,7 +246,7 @@ static int dml_load(const void *vcfg, const strata_setup *setup, strata_problem 
   dml_meta *meta = NULL;
   int rc, P = setup->workers, has_test;
   uint32_t K = (uint32_t)cfg->minibatch, k = (uint32_t)cfg->latent;
-  if ((rc = read_data(cfg, &train, &test, &has_test))) goto fail;
+  if ((rc = strata__read_labelled(cfg->data, cfg->test, 1, &train, &test, &has_test))) goto fail;
   uint64_t D = train.n_features, weights = D * k;
   if (!D) {
     rc = strata_err_set(STRATA_EEMPTY, "%s: no features: nothing to project", cfg->data);
@@ -362,7 +308,7 @@ static int dml_load(const void *vcfg, const strata_setup *setup, strata_problem 
   }
   if (!(meta = strata_calloc(1, sizeof *meta))) goto oom;
   *meta = (dml_meta){.k = k, .D = (uint32_t)D, .has_test = T > 0, .n_train = M, .n_test = T};
-  for (int d = 0; d < nd; d++) meta->nnz += ((const dml_block *)prob->data[d].buf)->nnz;
+  for (int d = 0; d < nd; d++) meta->nnz += strata__rows_of(&prob->data[d]).nnz;
   prob->n_examples = M;
   prob->meta = meta;
   prob->meta_len = sizeof *meta;
@@ -383,12 +329,6 @@ done:
   strata_libsvm_close(&train);
   strata_libsvm_close(&test);
   return rc;
-}
-
-static int dml_schedule(const void *cfg, const strata_setup *setup, const strata_problem *prob,
-                        strata_schedule *sched) {
-  (void)cfg;
-  return strata_schedule_minibatches(sched, setup->workers, prob->n_data / setup->workers);
 }
 
 /* ---- workers ---------------------------------------------------------- */
@@ -430,7 +370,7 @@ static void dml_worker_free(void *state) {
 static int dml_compute(void *state, const strata_task_view *tv, double *partials) {
   dml_worker *w = state;
   (void)partials;
-  dml_view b = view_of(tv->data);
+  strata__rows b = strata__rows_of(tv->data);
   if (!b.n) return 0;
   const float *L = tv->rotating->buf;
   double step = -2.0 * lr_of(w->cfg, tv->pass) / (double)b.batch;
@@ -441,7 +381,7 @@ static int dml_compute(void *state, const strata_task_view *tv, double *partials
     /* delta = 0 (two examples with the same features): no gradient */
     if (!nnz) continue;
     double dist = project(L, w->meta.k, col, val, nnz, w->u);
-    double s = b.sim[i] ? 1 : dist < w->cfg->margin ? -1 : 0;
+    double s = b.label[i] ? 1 : dist < w->cfg->margin ? -1 : 0;
     if (s == 0) continue;
     int rc = strata_sf_emit(tv->factors, (float)(step * s), w->u, col, val, nnz);
     if (rc) return rc;
@@ -453,13 +393,13 @@ static int dml_compute(void *state, const strata_task_view *tv, double *partials
  * partials[at..at+2]. */
 static void score_block(dml_worker *w, const float *L, const strata_block *blk, double *partials,
                         int at) {
-  dml_view b = view_of(blk);
+  strata__rows b = strata__rows_of(blk);
   double margin = w->cfg->margin, loss = 0, hits = 0;
   for (uint32_t i = 0; i < b.n; i++) {
     double dist = project(L, w->meta.k, b.col + b.off[i], b.val + b.off[i],
                           b.off[i + 1] - b.off[i], w->u);
-    loss += pair_loss((int)b.sim[i], dist, margin);
-    hits += (dist < margin / 2) == (b.sim[i] != 0);
+    loss += pair_loss((int)b.label[i], dist, margin);
+    hits += (dist < margin / 2) == (b.label[i] != 0);
   }
   partials[at] += loss;
   partials[at + 1] += b.n;
@@ -563,7 +503,7 @@ const strata_app strata_app_dml = {
     .n_objectives = 4,
     .objective_names = dml_objective_names,
     .load = dml_load,
-    .schedule = dml_schedule,
+    .schedule = strata_sf_schedule,
     .worker_init = dml_worker_init,
     .worker_free = dml_worker_free,
     .compute = dml_compute,

@@ -13,37 +13,11 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "apps/common/rows.h"
 #include "strata/core.h"
 #include "strata/libsvm.h"
 #include "strata/mlr.h"
 #include "strata/sf.h"
-
-/* Data and eval blocks: a header, then row_off[n + 1], col[nnz], val[nnz],
- * label[n] (32-bit each). */
-typedef struct mlr_block {
-  uint32_t n, nnz;
-  uint32_t batch; /* examples in the global minibatch this block is part of */
-  uint32_t pad;
-} mlr_block;
-
-typedef struct mlr_view {
-  uint32_t n, batch;
-  const uint32_t *off, *col, *label;
-  const float *val;
-} mlr_view;
-
-static mlr_view view_of(const strata_block *b) {
-  mlr_view v = {0};
-  if (!b || b->len < sizeof(mlr_block)) return v;
-  const mlr_block *h = b->buf;
-  v.n = h->n;
-  v.batch = h->batch;
-  v.off = (const uint32_t *)(h + 1);
-  v.col = v.off + h->n + 1;
-  v.val = (const float *)(v.col + h->nnz);
-  v.label = (const uint32_t *)(v.val + h->nnz);
-  return v;
-}
 
 typedef struct mlr_meta {
   uint32_t J, D;     /* classes; rows of W (features + bias) */
@@ -93,14 +67,12 @@ static const strata_option mlr_options[] = {
      "no constant bias feature", NULL},
     {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
 
-static int is_synth(const char *data) { return strncmp(data, "synth", 5) == 0; }
-
 static int mlr_check(const void *vcfg, const strata_setup *setup) {
   const strata_mlr_config *cfg = vcfg;
   (void)setup;
   if (cfg->test && cfg->test_fraction > 0)
     return strata_err_set(STRATA_EUSAGE, "--test and --test-fraction exclude each other");
-  if (cfg->test && is_synth(cfg->data))
+  if (cfg->test && strata__is_synth(cfg->data))
     return strata_err_set(STRATA_EUSAGE,
                           "--test needs --data from a file (synth: makes its own test set: test=T)");
   return 0;
@@ -161,29 +133,6 @@ uint32_t strata_mlr_model_predict(const strata_mlr_model *m, const uint32_t *col
 
 /* ---- coordinator ------------------------------------------------------ */
 
-static int read_data(const strata_mlr_config *cfg, strata_libsvm *train, strata_libsvm *test) {
-  int rc;
-  if (is_synth(cfg->data)) {
-    strata_libsvm_synth_spec spec;
-    strata_libsvm_synth_defaults(&spec);
-    if ((rc = strata_libsvm_synth_parse(cfg->data, &spec))) return rc;
-    if (cfg->test_fraction > 0) spec.test = 0; /* the fraction makes the test set */
-    return strata_libsvm_synth(&spec, train, test);
-  }
-  if ((rc = strata_libsvm_read(cfg->data, NULL, train))) return rc;
-  if (cfg->test) {
-    strata_libsvm_opts o;
-    strata_libsvm_opts_for_test(train, &o);
-    if ((rc = strata_libsvm_read(cfg->test, &o, test))) return rc;
-  }
-  return 0;
-}
-
-/* Bytes of a block holding n examples with nnz stored features. */
-static size_t block_bytes(uint64_t n, uint64_t nnz) {
-  return sizeof(mlr_block) + ((size_t)n + 1 + 2 * (size_t)nnz + (size_t)n) * 4;
-}
-
 /* Fills b with examples idx[0..n) of d, each with its bias feature (column
  * bias_col) when bias_col is not UINT32_MAX. */
 static int fill_block(strata_block *b, const strata_libsvm *d, const uint64_t *idx, uint64_t n,
@@ -191,30 +140,22 @@ static int fill_block(strata_block *b, const strata_libsvm *d, const uint64_t *i
   uint64_t nnz = 0;
   int with_bias = bias_col != UINT32_MAX;
   for (uint64_t i = 0; i < n; i++) nnz += d->row_off[idx[i] + 1] - d->row_off[idx[i]] + with_bias;
-  if (nnz > UINT32_MAX - 1 || batch > UINT32_MAX)
-    return strata_err_set(STRATA_ETOOBIG, "mlr: a minibatch of %llu stored features is too large",
-                          (unsigned long long)nnz);
-  b->len = block_bytes(n, nnz);
-  if (!(b->buf = strata_alloc_aligned(b->len))) return strata_err_set(STRATA_ENOMEM, "mlr: out of memory");
-  mlr_block *h = b->buf;
-  *h = (mlr_block){.n = (uint32_t)n, .nnz = (uint32_t)nnz, .batch = (uint32_t)batch};
-  uint32_t *off = (uint32_t *)(h + 1), *col = off + n + 1;
-  float *val = (float *)(col + nnz);
-  uint32_t *label = (uint32_t *)(val + nnz);
+  strata__rows r;
+  int rc = strata__rows_alloc(b, n, nnz, batch, "mlr", &r);
+  if (rc) return rc;
   uint32_t at = 0;
-  off[0] = 0;
   for (uint64_t i = 0; i < n; i++) {
-    uint64_t r = idx[i];
-    for (uint64_t k = d->row_off[r]; k < d->row_off[r + 1]; k++, at++) {
-      col[at] = d->col[k];
-      val[at] = d->val[k];
+    uint64_t e = idx[i];
+    for (uint64_t k = d->row_off[e]; k < d->row_off[e + 1]; k++, at++) {
+      r.col[at] = d->col[k];
+      r.val[at] = d->val[k];
     }
     if (with_bias) {
-      col[at] = bias_col;
-      val[at++] = 1.0f;
+      r.col[at] = bias_col;
+      r.val[at++] = 1.0f;
     }
-    off[i + 1] = at;
-    label[i] = d->label[r];
+    r.off[i + 1] = at;
+    r.label[i] = d->label[e];
   }
   return 0;
 }
@@ -225,9 +166,12 @@ static int mlr_load(const void *vcfg, const strata_setup *setup, strata_problem 
   uint64_t *perm = NULL;
   mlr_meta *meta = NULL;
   mlr_priv *pv = NULL;
-  int rc, P = setup->workers;
+  int rc, P = setup->workers, has_test;
   uint32_t K = (uint32_t)cfg->minibatch;
-  if ((rc = read_data(cfg, &train, &test))) goto fail;
+  /* --test-fraction makes the test set of the generator's samples too. */
+  if ((rc = strata__read_labelled(cfg->data, cfg->test, cfg->test_fraction == 0, &train, &test,
+                                  &has_test)))
+    goto fail;
   if (train.n_classes < 2) {
     rc = strata_err_set(STRATA_EINVAL, "%s: one class only (%lld): nothing to classify", cfg->data,
                         (long long)train.class_label[0]);
@@ -310,7 +254,7 @@ static int mlr_load(const void *vcfg, const strata_setup *setup, strata_problem 
   if (!(meta = strata_calloc(1, sizeof *meta)) || !(pv = strata_calloc(1, sizeof *pv))) goto oom;
   *meta = (mlr_meta){.J = J, .D = (uint32_t)D, .bias = bias, .has_test = T > 0,
                      .n_train = n_train, .n_test = T};
-  for (int d = 0; d < nd; d++) meta->nnz += ((const mlr_block *)prob->data[d].buf)->nnz;
+  for (int d = 0; d < nd; d++) meta->nnz += strata__rows_of(&prob->data[d]).nnz;
   pv->labels = train.class_label;
   pv->features = train.n_features;
   train.class_label = NULL;
@@ -336,12 +280,6 @@ done:
   strata_libsvm_close(&train);
   strata_libsvm_close(&test);
   return rc;
-}
-
-static int mlr_schedule(const void *cfg, const strata_setup *setup, const strata_problem *prob,
-                        strata_schedule *sched) {
-  (void)cfg;
-  return strata_schedule_minibatches(sched, setup->workers, prob->n_data / setup->workers);
 }
 
 /* ---- workers ---------------------------------------------------------- */
@@ -382,7 +320,7 @@ static void mlr_worker_free(void *state) {
 static int mlr_compute(void *state, const strata_task_view *tv, double *partials) {
   mlr_worker *w = state;
   (void)partials;
-  mlr_view b = view_of(tv->data);
+  strata__rows b = strata__rows_of(tv->data);
   if (!b.n) return 0;
   uint32_t J = w->meta.J;
   const float *W = tv->rotating->buf;
@@ -403,7 +341,7 @@ static int mlr_compute(void *state, const strata_task_view *tv, double *partials
 /* Loss and hits of a block's examples on W, into partials[at..at+2]. */
 static void score_block(mlr_worker *w, const float *W, const strata_block *blk, double *partials,
                         int at) {
-  mlr_view b = view_of(blk);
+  strata__rows b = strata__rows_of(blk);
   uint32_t J = w->meta.J;
   double loss = 0, hits = 0;
   for (uint32_t i = 0; i < b.n; i++) {
@@ -521,7 +459,7 @@ const strata_app strata_app_mlr = {
     .n_objectives = 4,
     .objective_names = mlr_objective_names,
     .load = mlr_load,
-    .schedule = mlr_schedule,
+    .schedule = strata_sf_schedule,
     .worker_init = mlr_worker_init,
     .worker_free = mlr_worker_free,
     .compute = mlr_compute,

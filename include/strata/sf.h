@@ -120,6 +120,15 @@ STRATA_EXPORT int strata_sf_factors_next(const strata_sf_factors *f, size_t *pos
                                          strata_sf_factor *out);
 
 /*
+ * The schedule callback of an SF app whose data blocks follow
+ * strata_sf_batch (block c * P + p: worker p's minibatch of clock c):
+ * strata_schedule_minibatches(sched, P, n_data / P). Use it as the app's
+ * `schedule`.
+ */
+STRATA_EXPORT int strata_sf_schedule(const void *cfg, const strata_setup *setup,
+                                     const strata_problem *prob, strata_schedule *sched);
+
+/*
  * The minibatch partition: n examples in a fixed order, P workers, K
  * examples per worker per clock. Global minibatch c is examples
  * [c P K, min((c + 1) P K, n)), cut into P consecutive runs of K; worker p
