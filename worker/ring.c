@@ -419,9 +419,9 @@ static int ring_resolve(strata_engine_opts *o, int s_given, int wpc_given, int p
   if (s_given || wpc_given || pf_given)
     return strata_err_set(STRATA_EUSAGE,
                           "--%s applies to the parameter-server modes (bsp, absp, ssp, essp, "
-                          "async%s), not --mode %s",
+                          "async)%s, not --mode %s",
                           s_given ? "staleness" : wpc_given ? "wpc" : "prefetch",
-                          s_given ? ") and sfb (" : "", strata_mode_name(o->mode));
+                          s_given ? " and sfb" : "", strata_mode_name(o->mode));
   if (o->peers || o->check_replicas)
     return strata_err_set(STRATA_EUSAGE, "--%s applies to --mode sfb, not --mode %s",
                           o->peers ? "peers" : "check-replicas", strata_mode_name(o->mode));
