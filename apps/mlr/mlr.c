@@ -227,7 +227,7 @@ static int mlr_load(const void *vcfg, const strata_setup *setup, strata_problem 
    * so evaluate also runs for blocks without test examples: it scores the
    * training data too). */
   const strata_libsvm *ts = cfg->test_fraction > 0 ? &train : &test;
-  uint64_t T = cfg->test_fraction > 0 ? n_test : test.n_rows;
+  uint64_t T = cfg->test_fraction > 0 ? n_test : has_test ? test.n_rows : 0;
   uint64_t *tidx = NULL;
   if (T) {
     if (!(tidx = strata_malloc((size_t)T * sizeof *tidx))) goto oom;
