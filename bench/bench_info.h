@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "strata/json.h"
+#include "strata/version.h"
 #include "strata_build_info.h"
 
 /* Opens the one-line top-level object on stdout and writes bench, version,

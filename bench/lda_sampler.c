@@ -28,8 +28,8 @@
 #include <string.h>
 
 #include "strata/core.h"
-#include "strata/corpus.h"
-#include "strata/lda.h"
+#include "strata/apps/corpus.h"
+#include "strata/apps/lda.h"
 #include "strata/options.h"
 #include "bench/bench_info.h"
 #include "strata/engine.h"

@@ -47,9 +47,9 @@
 
 #include "strata/core.h"
 #include "strata/engine.h"
-#include "strata/mf.h"
+#include "strata/apps/mf.h"
 #include "strata/options.h"
-#include "strata/ratings.h"
+#include "strata/apps/ratings.h"
 #include "strata/schedule.h"
 #include "bench/bench_info.h"
 

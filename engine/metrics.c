@@ -9,6 +9,7 @@
 
 #include "strata/core.h"
 #include "strata/engine.h"
+#include "strata/version.h"
 #include "strata_build_info.h"
 
 void strata_run_result_close(strata_run_result *r) {

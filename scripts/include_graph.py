@@ -22,7 +22,7 @@ import re
 import subprocess
 import sys
 
-LIB_DIRS = ["core", "comm", "scheduler", "worker", "engine"]
+LIB_DIRS = ["core", "comm", "scheduler", "worker", "engine", "cli"]
 INC = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 

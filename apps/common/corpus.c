@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "strata/corpus.h"
+#include "strata/apps/corpus.h"
 
 #include <limits.h>
 #include <math.h>

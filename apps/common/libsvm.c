@@ -1,4 +1,4 @@
-#include "strata/libsvm.h"
+#include "strata/apps/libsvm.h"
 
 #include <math.h>
 #include <stdlib.h>

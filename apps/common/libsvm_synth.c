@@ -1,5 +1,5 @@
 /*
- * Synthetic sparse classification data (strata/libsvm.h): class supports,
+ * Synthetic sparse classification data (strata/apps/libsvm.h): class supports,
  * samples drawn from them, in the LIBSVM reader's CSR form.
  */
 #include <math.h>
@@ -8,7 +8,7 @@
 
 #include "apps/common/spec.h"
 #include "strata/core.h"
-#include "strata/libsvm.h"
+#include "strata/apps/libsvm.h"
 
 void strata_libsvm_synth_defaults(strata_libsvm_synth_spec *s) {
   *s = (strata_libsvm_synth_spec){.classes = 10,

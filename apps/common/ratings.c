@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "strata/ratings.h"
+#include "strata/apps/ratings.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -12,7 +12,7 @@
 
 #include <stdint.h>
 
-#include "strata/libsvm.h"
+#include "strata/apps/libsvm.h"
 #include "strata/problem.h"
 
 typedef struct strata__rows {

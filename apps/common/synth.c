@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "strata/core.h"
-#include "strata/ratings.h"
+#include "strata/apps/ratings.h"
 #include "apps/common/spec.h"
 
 /* ---- spec parsing ------------------------------------------------------ */

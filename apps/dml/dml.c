@@ -1,5 +1,5 @@
 /*
- * The "dml" app (strata/dml.h): distance metric learning as a
+ * The "dml" app (strata/apps/dml.h): distance metric learning as a
  * sufficient-factor app (strata/sf.h), so the same source runs in sfb, in
  * the parameter-server modes (full-matrix synchronisation) and serially.
  *
@@ -18,9 +18,9 @@
 #include "apps/common/rows.h"
 #include "apps/dml/dml_pairs.h"
 #include "strata/core.h"
-#include "strata/dml.h"
+#include "strata/apps/dml.h"
 #include "strata/json.h"
-#include "strata/libsvm.h"
+#include "strata/apps/libsvm.h"
 #include "strata/sf.h"
 
 /* Data and eval blocks: labelled sparse rows (apps/common/rows.h), a pair's

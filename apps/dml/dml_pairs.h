@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "strata/libsvm.h"
+#include "strata/apps/libsvm.h"
 
 /*
  * Draws m pairs of d's examples into a[0..m), b[0..m) (example indices)

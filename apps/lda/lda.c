@@ -13,7 +13,7 @@
  *  - data block (i, j): the tokens of block i's documents whose words are in
  *    block j, chunk by chunk (the word rows of one pipeline chunk), by
  *    document inside a chunk so the sampler's document bucket is reused.
- * Worker: each chunk is one sweep of the exact sampler (strata/lda.h) with
+ * Worker: each chunk is one sweep of the exact sampler (strata/apps/lda.h) with
  * a random stream drawn from (seed, pass, data block, chunk), so results do
  * not depend on the number of workers except through the topic totals.
  */
@@ -24,8 +24,8 @@
 #include <string.h>
 
 #include "strata/core.h"
-#include "strata/corpus.h"
-#include "strata/lda.h"
+#include "strata/apps/corpus.h"
+#include "strata/apps/lda.h"
 #include "strata/schedule.h"
 #include "apps/lda/lda_app.h"
 

@@ -1,5 +1,5 @@
 /*
- * The exact collapsed Gibbs sampler of strata/lda.h, with the bucket
+ * The exact collapsed Gibbs sampler of strata/apps/lda.h, with the bucket
  * decomposition of SparseLDA (Yao, Mimno & McCallum, KDD 2009).
  *
  * For a token (d, w) whose topic has been taken out of the counts,
@@ -67,7 +67,7 @@
 #endif
 
 #include "strata/core.h"
-#include "strata/lda.h"
+#include "strata/apps/lda.h"
 
 typedef double v8d __attribute__((vector_size(64)));
 typedef float v8f __attribute__((vector_size(32)));

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "strata/core.h"
-#include "strata/mf.h"
+#include "strata/apps/mf.h"
 
 typedef float v8 __attribute__((vector_size(32)));
 typedef float v4 __attribute__((vector_size(16)));

@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "strata/core.h"
-#include "strata/mf.h"
-#include "strata/ratings.h"
+#include "strata/apps/mf.h"
+#include "strata/apps/ratings.h"
 
 #define UNSEEN UINT32_MAX
 

@@ -18,7 +18,7 @@
 #include "apps/common/model_files.h"
 #include "strata/core.h"
 #include "strata/json.h"
-#include "strata/mf.h"
+#include "strata/apps/mf.h"
 
 static int fill_meta(FILE *f, void *ud) {
   const strata_mf_model *m = ud;

@@ -1,5 +1,5 @@
 /*
- * The "mlr" app (strata/mlr.h): multiclass logistic regression as a
+ * The "mlr" app (strata/apps/mlr.h): multiclass logistic regression as a
  * sufficient-factor app (strata/sf.h), so the same source runs in sfb, in
  * the parameter-server modes (full-matrix synchronisation) and serially.
  *
@@ -15,8 +15,8 @@
 
 #include "apps/common/rows.h"
 #include "strata/core.h"
-#include "strata/libsvm.h"
-#include "strata/mlr.h"
+#include "strata/apps/libsvm.h"
+#include "strata/apps/mlr.h"
 #include "strata/sf.h"
 
 typedef struct mlr_meta {

@@ -1,5 +1,5 @@
 /*
- * Exported MLR models (strata/mlr.h): meta.json, W.f32, labels.txt.
+ * Exported MLR models (strata/apps/mlr.h): meta.json, W.f32, labels.txt.
  */
 #include <math.h>
 #include <string.h>
@@ -7,7 +7,7 @@
 #include "apps/common/model_files.h"
 #include "strata/core.h"
 #include "strata/json.h"
-#include "strata/mlr.h"
+#include "strata/apps/mlr.h"
 
 static int fill_meta(FILE *f, void *ud) {
   const strata_mlr_model *m = ud;

@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "strata/core.h"
-#include "strata/corpus.h"
+#include "strata/apps/corpus.h"
 
 #include "quoted.h"
 #include "tmpfiles.h"

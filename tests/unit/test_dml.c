@@ -1,5 +1,5 @@
 /*
- * The DML app (strata/dml.h): each factor its compute emits is the step of
+ * The DML app (strata/apps/dml.h): each factor its compute emits is the step of
  * the pair loss's gradient (checked against central differences of the
  * loss its evaluate reports), pairs are drawn deterministically and
  * balanced, differences are exact sparse unions, and data that cannot give
@@ -20,8 +20,8 @@
 #include "apps/dml/dml_pairs.h"
 #include "core/sf.h"
 #include "strata/core.h"
-#include "strata/dml.h"
-#include "strata/libsvm.h"
+#include "strata/apps/dml.h"
+#include "strata/apps/libsvm.h"
 #include "strata/sf.h"
 
 #include "tmpfiles.h"

@@ -22,7 +22,7 @@
 
 #include "strata/core.h"
 #include "strata/engine.h"
-#include "strata/mf.h"
+#include "strata/apps/mf.h"
 #include "strata/options.h"
 
 #define SYNTH "synth:users=300,items=200,ratings=20000,rank=5,noise=0.1,seed=3"

@@ -1,5 +1,5 @@
 /*
- * Unit tests for apps/lda/sampler.c (strata/lda.h): the reference
+ * Unit tests for apps/lda/sampler.c (strata/apps/lda.h): the reference
  * conditional by hand, sweeps against it with chi-square tests (a token
  * resampled alone, the last token of a whole sweep, dense and sparse word
  * rows, K from 4 to 1000), count invariants after sweeps, inconsistent
@@ -21,7 +21,7 @@
 #include "leakcheck.h"
 
 #include "strata/core.h"
-#include "strata/lda.h"
+#include "strata/apps/lda.h"
 
 static uint64_t g_seed = 20240611;
 /* STRATA_TEST_QUICK=1 (the sanitizer stage of scripts/test.sh) draws a

@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include "strata/core.h"
-#include "strata/libsvm.h"
+#include "strata/apps/libsvm.h"
 
 #include "quoted.h"
 #include "tmpfiles.h"

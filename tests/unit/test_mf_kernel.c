@@ -16,7 +16,7 @@
 #include "leakcheck.h"
 
 #include "strata/core.h"
-#include "strata/mf.h"
+#include "strata/apps/mf.h"
 
 enum { K = 13 };
 

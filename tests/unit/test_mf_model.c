@@ -19,7 +19,7 @@
 #include <cmocka.h>
 
 #include "strata/core.h"
-#include "strata/mf.h"
+#include "strata/apps/mf.h"
 
 #include "quoted.h"
 

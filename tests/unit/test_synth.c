@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "strata/core.h"
-#include "strata/ratings.h"
+#include "strata/apps/ratings.h"
 
 #include "quoted.h"
 

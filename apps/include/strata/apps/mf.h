@@ -1,5 +1,5 @@
 /*
- * strata/mf.h - matrix factorisation by DSGD (apps/mf).
+ * strata/apps/mf.h - matrix factorisation by DSGD (apps/mf).
  *
  * Model: r_ui ~ mu + b_u + b_i + <w_u, h_i>, squared loss with L2 (lambda on
  * factors, lambda_bias on biases), float32 factors of rank k. Users are the

@@ -1,5 +1,5 @@
 /*
- * strata/lda.h - the collapsed Gibbs sampler for LDA (symmetric alpha and
+ * strata/apps/lda.h - the collapsed Gibbs sampler for LDA (symmetric alpha and
  * beta, K topics), as the LDA app runs it on one chunk of tokens.
  *
  * Counts: ndk (per document, int32, dense K per document), nwk (per word,

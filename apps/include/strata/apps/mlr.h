@@ -1,5 +1,5 @@
 /*
- * strata/mlr.h - the "mlr" app: multiclass logistic regression by minibatch
+ * strata/apps/mlr.h - the "mlr" app: multiclass logistic regression by minibatch
  * SGD, a sufficient-factor app (strata/sf.h), and its exported models.
  *
  * Model: p(y = j | a) = softmax(W^T a)_j with W of D x J (D features, plus
@@ -19,10 +19,10 @@
 #include <stdint.h>
 
 #include "strata/app.h"
-#include "strata/libsvm.h"
+#include "strata/apps/libsvm.h"
 
 typedef struct strata_mlr_config {
-  const char *data;     /* LIBSVM file, or "synth:..." (strata/libsvm.h) */
+  const char *data;     /* LIBSVM file, or "synth:..." (strata/apps/libsvm.h) */
   const char *test;     /* LIBSVM file or NULL */
   double test_fraction; /* hold out of --data */
   int minibatch;        /* K: examples per worker per clock */

@@ -11,11 +11,11 @@
 #include <malloc.h>
 #endif
 
-#include "apps/cli/driver.h"
+#include "cli/driver.h"
 #include "strata/core.h"
 #include "strata/options.h"
 #include "strata/transport.h"
-#include "strata_build_info.h"
+#include "strata/version.h"
 
 typedef struct cli_opts {
   strata_engine_opts eng;
@@ -125,7 +125,7 @@ static void log_print(void *ud, strata_log_level level, const char *msg) {
           my_rank ? my_rank - 1 : 0, names[level], msg);
 }
 
-static void usage_app(FILE *f, const strata_driver *d, const strata_app *app,
+static void usage_app(FILE *f, const strata__driver *d, const strata_app *app,
                       const strata_optgroup *g, int ng) {
   fprintf(f, "Usage: mpirun -np P+1 %s [options]\n       %s --mode serial [options]\n\n%s\n",
           d->prog, d->prog, app->summary);
@@ -133,8 +133,7 @@ static void usage_app(FILE *f, const strata_driver *d, const strata_app *app,
   fprintf(f, "\nExamples:\n%s", app->examples);
 }
 
-void strata_driver_summary(const strata_run_result *r, const strata_engine_opts *opts) {
-  (void)opts;
+void strata_print_summary(const strata_run_result *r) {
   const strata_app *app = r->app;
   printf("summary: %s %s, %d worker%s, %d strata, %d passes, %llu examples\n", app->name,
          strata_mode_name(r->mode),
@@ -213,8 +212,8 @@ static void keep_freed_memory(void) {
 #endif
 }
 
-int strata_driver_main(const strata_app *app, const strata_driver *d, int argc, char **argv,
-                       int full_argc, char **full_argv) {
+int strata__driver_main(const strata_app *app, const strata__driver *d, int argc, char **argv,
+                        int full_argc, char **full_argv) {
   t_start = strata_now();
   keep_freed_memory();
   strata_transport t;
@@ -275,8 +274,7 @@ int strata_driver_main(const strata_app *app, const strata_driver *d, int argc, 
   strata_log_set(log_print, NULL,
                  co.verbose ? STRATA_LOG_DEBUG : co.quiet ? STRATA_LOG_WARN : STRATA_LOG_INFO);
   if (t.rank == 0 && !co.quiet) {
-    fprintf(stderr, "strata %s (git %s; %s; %s)\n", STRATA_VERSION, STRATA_GIT_REV,
-            STRATA_BUILD_FLAGS, STRATA_COMPILER);
+    fprintf(stderr, "strata %s (%s)\n", strata_version(), strata_build_id());
     fprintf(stderr, "  %s, %d worker%s, %d strata\n", strata_mode_name(co.eng.mode), P, P == 1 ? "" : "s",
             setup.strata);
     if (strata_mode_is_ps(co.eng.mode)) {
@@ -295,7 +293,7 @@ int strata_driver_main(const strata_app *app, const strata_driver *d, int argc, 
   }
   rc = strata_engine_run(app, cfg, &co.eng, serial ? NULL : &t, &result);
   if (rc == 0 && t.rank == 0) {
-    (d->summary ? d->summary : strata_driver_summary)(&result, &co.eng);
+    (d->summary ? d->summary : strata_print_summary)(&result);
     if (co.eng.metrics_out) {
       rc = strata_metrics_write(co.eng.metrics_out, &result, (const char *const *)full_argv,
                                 full_argc);

@@ -1,5 +1,5 @@
 /*
- * strata/ratings.h - rating triples: file readers, id maps, the synthetic
+ * strata/apps/ratings.h - rating triples: file readers, id maps, the synthetic
  * generator and train/test splits (apps/common).
  *
  * A rating set holds dense 0-based user and item indices. Readers remap the

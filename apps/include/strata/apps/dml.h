@@ -1,5 +1,5 @@
 /*
- * strata/dml.h - the "dml" app: distance metric learning (Weinberger-style
+ * strata/apps/dml.h - the "dml" app: distance metric learning (Weinberger-style
  * linear projection, as in Xie et al.'s sufficient factor broadcasting) by
  * minibatch SGD over labelled pairs, a sufficient-factor app (strata/sf.h).
  *
@@ -46,7 +46,7 @@
 #include "strata/app.h"
 
 typedef struct strata_dml_config {
-  const char *data;     /* LIBSVM file, or "synth:..." (strata/libsvm.h) */
+  const char *data;     /* LIBSVM file, or "synth:..." (strata/apps/libsvm.h) */
   const char *test;     /* LIBSVM file or NULL */
   uint64_t pairs;       /* M: training pairs */
   uint64_t test_pairs;  /* T: test pairs (0: none) */

@@ -1,5 +1,5 @@
 /*
- * strata/libsvm.h - the LIBSVM/SVMlight reader for classification data
+ * strata/apps/libsvm.h - the LIBSVM/SVMlight reader for classification data
  * (apps/common).
  *
  * A file holds one example a line: "label idx:val idx:val ...". The label is

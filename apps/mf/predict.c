@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "strata/core.h"
-#include "strata/mf.h"
+#include "strata/apps/mf.h"
 #include "strata/options.h"
-#include "strata/ratings.h"
+#include "strata/apps/ratings.h"
 
 typedef struct predict_opts {
   const char *model, *pairs, *users, *exclude, *out, *format;

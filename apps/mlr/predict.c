@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "strata/core.h"
-#include "strata/libsvm.h"
-#include "strata/mlr.h"
+#include "strata/apps/libsvm.h"
+#include "strata/apps/mlr.h"
 #include "strata/options.h"
 
 typedef struct mlr_predict_opts {

@@ -1,5 +1,5 @@
 /*
- * strata/corpus.h - bag-of-words corpora for topic models: readers for UCI
+ * strata/apps/corpus.h - bag-of-words corpora for topic models: readers for UCI
  * "Bag of Words" (docword.*.txt, gzipped or not) and lda-c (ap.dat), the
  * vocabulary file, and a generator drawn from the LDA model itself.
  *

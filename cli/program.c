@@ -1,0 +1,76 @@
+/*
+ * strata/main.h: picks the app or command a command line names and hands
+ * it to the driver (cli/driver.c), or prints the program's help.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/driver.h"
+#include "strata/core.h"
+#include "strata/version.h"
+
+/* argv[0]'s last path component. */
+static const char *base_name(const char *path) {
+  const char *s = strrchr(path, '/');
+  return s ? s + 1 : path;
+}
+
+static void usage_program(FILE *f, const strata_program *p, const char *name) {
+  if (p->summary) fprintf(f, "%s %s: %s\n\n", name, strata_version(), p->summary);
+  fprintf(f,
+          "Usage:\n"
+          "  mpirun -np P+1 %s APP [options]   rank 0 coordinates, ranks 1..P work\n"
+          "  %s APP --mode serial [options]    the same computation in one process\n",
+          name, name);
+  for (int i = 0; i < p->n_commands; i++)
+    fprintf(f, "  %s %s ...\n", name, p->commands[i].name);
+  fprintf(f, "\nApps:\n");
+  for (int i = 0; i < p->n_apps; i++)
+    fprintf(f, "  %-12s %s\n", p->apps[i]->name, p->apps[i]->summary ? p->apps[i]->summary : "");
+  if (p->n_commands) fprintf(f, "\nCommands:\n");
+  for (int i = 0; i < p->n_commands; i++)
+    fprintf(f, "  %-12s %s\n", p->commands[i].name, p->commands[i].summary ? p->commands[i].summary : "");
+  fprintf(f,
+          "\nRun '%s APP --help' for an app's options.\n"
+          "Exit codes: 0 ok, 1 runtime error, 2 usage error, 3 the run diverged.\n",
+          name);
+}
+
+static int run_app(const strata_program *p, const char *name, const strata_app *app, int skip,
+                   int argc, char **argv) {
+  char prog[256];
+  if (p->n_apps == 1 && !p->n_commands)
+    snprintf(prog, sizeof prog, "%s", name);
+  else
+    snprintf(prog, sizeof prog, "%s %s", name, app->name);
+  strata__driver d = {.prog = prog, .summary = p->summary_fn};
+  return strata__driver_main(app, &d, argc - skip, argv + skip, argc, argv);
+}
+
+int strata_program_main(const strata_program *p, int argc, char **argv) {
+  const char *name = p->name ? p->name : argc > 0 ? base_name(argv[0]) : "strata";
+  if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
+    printf("%s %s (%s)\n", name, strata_version(), strata_build_id());
+    return 0;
+  }
+  for (int i = 0; argc >= 2 && i < p->n_apps; i++)
+    if (strcmp(argv[1], p->apps[i]->name) == 0) return run_app(p, name, p->apps[i], 2, argc, argv);
+  for (int i = 0; argc >= 2 && i < p->n_commands; i++)
+    if (strcmp(argv[1], p->commands[i].name) == 0) return p->commands[i].main(argc - 1, argv + 1);
+  /* One app and nothing else: the options follow the program's name. */
+  if (p->n_apps == 1 && !p->n_commands) return run_app(p, name, p->apps[0], 1, argc, argv);
+  if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+    usage_program(argc < 2 ? stderr : stdout, p, name);
+    return argc < 2 ? 2 : 0;
+  }
+  char q[STRATA_QUOTE_SIZE];
+  fprintf(stderr, "%s: unknown %s '%s' (see %s --help)\n", name,
+          p->n_commands ? "app or command" : "app",
+          strata_quote(q, sizeof q, argv[1], strlen(argv[1])), name);
+  return 2;
+}
+
+int strata_main(int argc, char **argv, const strata_app *const *apps, int n_apps) {
+  strata_program p = {.apps = apps, .n_apps = n_apps};
+  return strata_program_main(&p, argc, argv);
+}
