@@ -65,7 +65,7 @@ static void engine_table_init(engine_table *t, const strata_app_defaults *d) {
   snprintf(t->depth, sizeof t->depth, "%d", d->depth ? d->depth : 8);
   snprintf(t->wpc, sizeof t->wpc, "%g", d->wpc > 0 ? d->wpc : 1);
   const strata_option opts[N_ENGINE_OPTS] = {
-      {"mode", 'm', STRATA_OPT_ENUM, EOPT(eng.mode), "scheduled", "MODE", 0, 0, t->modes,
+      {"mode", 'm', STRATA_OPT_ENUM, EOPT(eng.mode), strata_mode_name(d->mode), "MODE", 0, 0, t->modes,
        "scheduled: parameter blocks rotate on a ring of workers; serial: one process, no MPI; "
        "bsp, absp, ssp, essp, async: data-parallel workers against a parameter-server table; "
        "sfb: workers with replicas of a matrix broadcast sufficient factors to their peers",

@@ -2,7 +2,10 @@
 # Setup, build (warnings are errors), then the whole ctest suite: CMocka unit
 # tests and MPI integration tests; then the same suite again built with
 # AddressSanitizer + UndefinedBehaviorSanitizer. Extra arguments go to ctest
-# (e.g. -L unit). STRATA_TEST_NO_SANITIZE=1 skips the sanitizer stage.
+# (e.g. -L unit). Between the two, scripts/check_package.sh installs the
+# Release build into a fresh prefix and builds and runs the examples against
+# it. STRATA_TEST_NO_PACKAGE=1 skips that stage, STRATA_TEST_NO_SANITIZE=1
+# the sanitizer stage.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 "$here/setup.sh"
@@ -14,6 +17,11 @@ echo "== Release build, warnings as errors"
 cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Release -DSTRATA_WERROR=ON >/dev/null
 cmake --build build-test -j"$jobs"
 (cd build-test && ctest -j"$jobs" --output-on-failure --timeout 600 "$@")
+
+if [ -z "${STRATA_TEST_NO_PACKAGE:-}" ]; then
+  echo "== install, then the examples against the installed package"
+  "$here/check_package.sh" build-test
+fi
 
 if [ -z "${STRATA_TEST_NO_SANITIZE:-}" ]; then
   echo "== ASan + UBSan build"

@@ -131,6 +131,7 @@ typedef enum strata_block_kind {
  * builds its engine option table from them, so --help, parsing and the echo
  * show the app's values. The values pass the options' own bounds checks. */
 typedef struct strata_app_defaults {
+  strata_mode mode;           /* --mode; 0: scheduled (an SF app may want sfb) */
   int passes;                 /* --passes; 0: 20 */
   int depth;                  /* --depth; 0: 8 */
   double wpc;                 /* --wpc where the mode takes one (absp, ssp, essp, async);
