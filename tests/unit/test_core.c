@@ -22,6 +22,7 @@
 #include "strata/core.h"
 #include "strata/engine.h"
 #include "strata/error.h"
+#include "strata/version.h"
 
 
 /* ---- helpers for file tests ------------------------------------------ */
@@ -590,8 +591,23 @@ static void test_fields(void **state) {
   assert_false(strata_field_blank(line, e));
 }
 
+/* The headers' version macros agree with each other and with the library
+ * the test is linked with. */
+static void test_version_macros_match_library(void **st) {
+  (void)st;
+  char want[32];
+  snprintf(want, sizeof want, "%d.%d.%d", STRATA_VERSION_MAJOR, STRATA_VERSION_MINOR,
+           STRATA_VERSION_PATCH);
+  assert_string_equal(STRATA_VERSION, want);
+  assert_string_equal(strata_version(), want);
+  assert_int_equal(STRATA_VERSION_NUMBER,
+                   10000 * STRATA_VERSION_MAJOR + 100 * STRATA_VERSION_MINOR + STRATA_VERSION_PATCH);
+  assert_non_null(strstr(strata_build_id(), "git "));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_version_macros_match_library),
       cmocka_unit_test_setup_teardown(test_malloc_counts_live_bytes, setup, teardown),
       cmocka_unit_test_setup_teardown(test_calloc_zeroes, setup, teardown),
       cmocka_unit_test_setup_teardown(test_calloc_overflow_fails, setup, teardown),
