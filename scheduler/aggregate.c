@@ -65,10 +65,10 @@ int strata__agg_report(void *ud, const pass_report *rep) {
   strata__agg *c = ud;
   strata_run_result *r = c->res;
   int P = c->setup.workers;
-  if (rep->pass < 1 || rep->pass > c->setup.passes || rep->worker < 0 || rep->worker >= P)
+  if (rep->pass < 0 || rep->pass >= c->setup.passes || rep->worker < 0 || rep->worker >= P)
     return strata_err_set(STRATA_ECOMM, "coordinator: bad report (pass %d, worker %d)", rep->pass,
                           rep->worker);
-  int pi = rep->pass - 1;
+  int pi = rep->pass;
   strata_pass_stats *ps = &r->per_pass[pi];
   const strata_worker_stats *ws = &rep->stats;
   r->per_pass_worker[(size_t)pi * (size_t)P + (size_t)rep->worker] = *ws;
@@ -138,7 +138,7 @@ int strata__agg_report(void *ud, const pass_report *rep) {
   /* One line per pass; runs of many fast passes print at most one a second
    * (plus the last) so the log stays readable. */
   double now = strata_now();
-  int show = c->setup.passes <= 100 || rep->pass == c->setup.passes || now - c->last_progress >= 1.0;
+  int show = c->setup.passes <= 100 || pi == c->setup.passes - 1 || now - c->last_progress >= 1.0;
   if (c->opts->progress && show) {
     c->last_progress = now;
     char obj[256] = "";
@@ -153,7 +153,8 @@ int strata__agg_report(void *ud, const pass_report *rep) {
         used += (size_t)snprintf(obj + used, sizeof obj - used, "  view_%s %.4f",
                                c->app->objective_names[i], ps->view_objectives[i]);
     double rate = ps->time_s > 0 ? (double)c->prob->n_examples / ps->time_s / 1e6 : 0;
-    strata_log(STRATA_LOG_INFO, "pass %d/%d  %.3fs  %.1f M/s  wait %.1f%%%s", rep->pass,
+    /* A count for people: pass 1 of N is pass index 0. */
+    strata_log(STRATA_LOG_INFO, "pass %d/%d  %.3fs  %.1f M/s  wait %.1f%%%s", pi + 1,
                c->setup.passes, ps->time_s, rate,
                ps->time_s > 0 ? 100.0 * ps->wait_s / ps->time_s : 0.0, obj);
   }

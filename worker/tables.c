@@ -235,7 +235,7 @@ static int request_snapshot(psw *p, int last) {
 static int score(psw *p, pending *e) {
   strata__worker *w = p->w;
   int rc = 0, P = w->sched.n_workers, nrot = w->sched.n_rotating, nres = w->sched.n_resident;
-  int pass = e->rep.pass - 1;
+  int pass = e->rep.pass;
   double t0 = strata_now();
   void **keep = strata_malloc(((size_t)nrot + (size_t)nres + 1) * sizeof *keep);
   if (!keep) return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
@@ -278,7 +278,7 @@ static int complete(psw *p, pending *e) {
   strata__worker *w = p->w;
   double t0 = strata_now();
   int rc = e->snap ? score(p, e) : 0;
-  if (!rc && e->rows && e->rep.pass == w->setup.passes && w->opts->model_out)
+  if (!rc && e->rows && e->rep.pass == w->setup.passes - 1 && w->opts->model_out)
     adopt_snapshot(p, e->rows);
   p->scored_s += strata_now() - t0;
   if (!rc) rc = w->report(w->report_ud, &e->rep);

@@ -101,7 +101,7 @@ typedef struct strata_worker_stats {
 } strata_worker_stats;
 
 typedef struct strata_pass_stats {
-  int pass;                 /* 1-based */
+  int pass;                 /* 0-based, as every pass index of the C API */
   double time_s;            /* max over workers */
   double compute_s, wait_s; /* max over workers */
   double eval_s;

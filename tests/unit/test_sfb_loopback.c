@@ -330,7 +330,7 @@ static const strata_app real_app = {.name = "sfbreal",
 
 static int take_report(void *ud, const pass_report *rep) {
   wctx *c = ud;
-  if (rep->pass != ++c->reports || rep->worker != c->w.me || c->reports > c->k->passes) {
+  if (rep->pass + 1 != ++c->reports || rep->worker != c->w.me || c->reports > c->k->passes) {
     failf(c, "worker %d: report of pass %d (worker %d) out of order", c->w.me, rep->pass,
           rep->worker);
     return 0;
@@ -338,7 +338,7 @@ static int take_report(void *ud, const pass_report *rep) {
   if (rep->partials[0] != c->k->cf.C || rep->partials[1] != 1)
     failf(c, "worker %d pass %d: %g computes and %g evaluations", c->w.me, rep->pass,
           rep->partials[0], rep->partials[1]);
-  c->stats[rep->pass - 1] = rep->stats;
+  c->stats[rep->pass] = rep->stats;
   return 0;
 }
 
