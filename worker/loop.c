@@ -96,6 +96,7 @@ int strata__worker_loop(strata__worker *w) {
   for (int pass = 0; pass < w->setup.passes && !rc; pass++) {
     pass_report rep;
     strata__report_begin(&rep, pass, w->me);
+    strata_partials_init(w->app, rep.partials);
     strata_worker_stats *st = &rep.stats;
     w->t_pass = strata_now();
     w->cpu_pass = strata_cpu_seconds();

@@ -120,6 +120,15 @@ typedef enum strata_block_kind {
   STRATA_BLOCK_GLOBAL
 } strata_block_kind;
 
+/* How the values of one partial combine (strata_app.partial_reduce), and
+ * the identity each starts every pass at: SUM 0, MAX -INFINITY, MIN
+ * +INFINITY. */
+typedef enum strata_reduce {
+  STRATA_REDUCE_SUM,
+  STRATA_REDUCE_MAX,
+  STRATA_REDUCE_MIN
+} strata_reduce;
+
 /* strata_app.flags */
 /* Rotating rows are float vectors that merge by adding deltas, so the app
  * can run against parameter-server tables (--mode bsp|absp|ssp|essp|async):
@@ -159,9 +168,24 @@ typedef struct strata_app {
   /* The engine options' defaults for this app (all zero: the engine's). */
   strata_app_defaults defaults;
 
-  /* Sums the engine adds up over workers each pass, and the objective values
-   * `objectives` derives from them (names like "train_rmse"). */
+  /* Partials: n_partials numbers per worker per pass that the engine
+   * combines over the workers each pass, and the objective values
+   * `objectives` derives from them (names like "train_rmse").
+   *
+   * partial_reduce[i] says how partial i combines: summed (a squared error,
+   * a count), or the largest or smallest value (a worst lag, a largest
+   * error), with n_partials entries; NULL: every partial is summed. At the
+   * start of every pass, on every worker, the engine sets each partial to
+   * its identity (0, -INFINITY, +INFINITY: strata_partials_init) before
+   * compute, evaluate and block_objective see the array; those callbacks
+   * combine their own values into it, a sum by partials[i] += v, a maximum
+   * by partials[i] = fmax(partials[i], v) and a minimum by fmin (which drop
+   * a NaN v; strata_reduce_apply keeps it). The engine then combines the
+   * workers' arrays with the same operations (strata_partials_combine), in
+   * every mode. A MAX or MIN partial nobody touched in a pass stays at its
+   * identity, an infinity that objectives must expect. */
   int n_partials;
+  const strata_reduce *partial_reduce;
   int n_objectives;
   const char *const *objective_names;
 
@@ -177,7 +201,8 @@ typedef struct strata_app {
                      size_t meta_len, void **state);
   void (*worker_free)(void *state);
   /* Worker: process the part of tv->data touching rows [row_lo, row_hi) of
-   * the rotating block, adding to partials[0..n_partials). */
+   * the rotating block, combining its values into partials[0..n_partials)
+   * (partial_reduce). */
   int (*compute)(void *state, const strata_task_view *tv, double *partials);
   /* Worker, optional: score eval block tv->data against the final state of
    * the pass (resident and rotating blocks of its task, whole). */
@@ -192,10 +217,11 @@ typedef struct strata_app {
   int (*block_objective)(void *state, int pass, strata_block_kind kind, int id,
                          const strata_block *b, double *partials);
 
-  /* Coordinator: objective values from the partials summed over workers.
+  /* Coordinator: objective values from the partials combined over workers.
    * A value may be NaN where it is not defined (no test set). After every
-   * pass the engine checks the summed partials: one that is NaN or infinite
-   * ends the run as diverged (STRATA_EDIVERGED, exit code 3 from the CLI) on
+   * pass the engine checks the combined partials: one that is NaN, or
+   * infinite other than a MAX or MIN partial still at its identity, ends
+   * the run as diverged (STRATA_EDIVERGED, exit code 3 from the CLI) on
    * every rank, naming the pass and the objectives it makes non-finite, and
    * nothing is exported. */
   void (*objectives)(const void *cfg, const strata_problem *prob, const double *partials,
@@ -235,5 +261,20 @@ typedef struct strata_app {
 } strata_app;
 
 
+/* The identity of op: 0 (SUM), -INFINITY (MAX), +INFINITY (MIN). */
+STRATA_EXPORT double strata_reduce_identity(strata_reduce op);
+/* a and b combined under op: a + b, or the larger or smaller of the two,
+ * NaN when either is NaN (unlike fmax and fmin). */
+STRATA_EXPORT double strata_reduce_apply(strata_reduce op, double a, double b);
+/* Sets partials[0..app->n_partials) to the identities of their reductions,
+ * as the engine does at the start of every pass; for testing an app's
+ * callbacks outside the engine. */
+STRATA_EXPORT void strata_partials_init(const strata_app *app, double *partials);
+/* acc[i] = strata_reduce_apply(op_i, acc[i], in[i]) for every partial:
+ * how the engine combines two workers' partials. */
+STRATA_EXPORT void strata_partials_combine(const strata_app *app, double *acc, const double *in);
+/* Whether value v of partial i is a sign of divergence: NaN, or an
+ * infinity other than the identity of the partial's reduction. */
+STRATA_EXPORT int strata_partial_is_bad(const strata_app *app, int i, double v);
 
 #endif
