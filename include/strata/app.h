@@ -79,6 +79,28 @@ STRATA_EXPORT int strata_mode_is_ps(strata_mode m);
 typedef struct strata_sf_factors strata_sf_factors;
 struct strata_sf_ops;
 
+/*
+ * Clocks. Every mode counts clocks, 0-based from the start of the run, and
+ * tells compute the clock of each chunk (strata_task_view.clock); the
+ * staleness rule of the mode is stated in clocks (strata_setup.staleness).
+ *   scheduled, serial: a clock is a pass (clock = pass). A worker holds a
+ *     rotating block alone while it computes on it: staleness 0.
+ *   bsp, absp, ssp, essp, async: the worker's clock of the parameter-server
+ *     table, the clock its reads of the chunk's rows are checked against
+ *     (a read at clock c sees every update of clocks <= c - s - 1).
+ *     With wpc = 1/K a pass has K clocks: the i-th chunk of pass p (counting
+ *     the chunks of this worker's tasks in the order compute sees them,
+ *     empty ones included; n of them per pass) runs at clock
+ *     p K + floor(i K / n). With wpc = 1 (always in bsp) the clock is the
+ *     pass; with a whole wpc = W a clock spans W passes: floor(p / W).
+ *     Staleness 0 in bsp and absp, s (--staleness, default 1) in ssp and
+ *     essp, unbounded (-1) in async.
+ *   sfb, and a sufficient-factor app (strata/sf.h) in every mode: a clock
+ *     is one task (a minibatch): the t-th of a pass's T tasks runs at clock
+ *     p T + t (wpc 0). Staleness in sfb: --staleness (default 0); in the
+ *     other modes as above.
+ * Evaluate runs after the pass on the pass's model; its view's clock is -1.
+ */
 typedef struct strata_setup {
   int workers;     /* P */
   int strata;      /* B: strata requested (apps block their data B x B) */
@@ -88,19 +110,32 @@ typedef struct strata_setup {
   int worker;      /* this worker's index 0..P-1; -1 on the coordinator */
   strata_mode mode; /* how parameters move (names: strata_mode_name) */
   const char *model_out;  /* --model-out directory or NULL */
+  int staleness;   /* how many clocks old a read may be (see Clocks above): 0 in
+                      scheduled, serial, bsp and absp; --staleness in ssp, essp
+                      and sfb; -1 in async (unbounded) */
+  double wpc;      /* work per clock in passes: 1 in scheduled, serial and bsp;
+                      --wpc in absp, ssp, essp and async (1/K: K clocks a pass,
+                      or a whole number W: a clock spans W passes); 0 for a
+                      sufficient-factor app, whose clock is a minibatch (so
+                      always 0 in sfb) */
 } strata_setup;
 
 /* One task as compute sees it. Rows of `rotating` outside [row_lo, row_hi)
- * may be in flight and must not be touched. */
+ * may be in flight and must not be touched. Every mode calls compute for
+ * the same task views in the same order on a worker (the schedule's tasks
+ * of each sub-epoch, each chunk 0..depth-1), empty chunks (row_lo ==
+ * row_hi) included; only `clock` and the blocks' contents differ. */
 typedef struct strata_task_view {
-  int pass, subepoch;
+  int pass, subepoch; /* 0-based */
   strata_task ids;
   const strata_block *data;
   strata_block *resident;
   strata_block *rotating;
   strata_block *global; /* NULL when the problem has none */
-  int chunk;
+  int chunk;            /* 0..depth-1; -1 in evaluate */
   uint32_t row_lo, row_hi;
+  int64_t clock;        /* the clock the chunk's reads are made at (Clocks above);
+                           -1 in evaluate */
   /* The pass's control values (app->pass_control; n_controls of them), the
    * same on every worker; NULL when the app has none. */
   const double *control;
@@ -209,7 +244,7 @@ typedef struct strata_app {
   int (*evaluate)(void *state, const strata_task_view *tv, double *partials);
 
   /* Worker, optional: adds objective partials of one parameter block at the
-   * end of every pass (e.g. a likelihood term per block). Across workers,
+   * end of every pass (0-based `pass`; e.g. a likelihood term per block). Across workers,
    * every resident and rotating block and the global block is passed
    * exactly once per pass: on the ring a rotating block by the worker that
    * computed it last, in parameter-server modes by worker r mod P reading

@@ -250,9 +250,10 @@ static int sf_compute(void *state, const strata_task_view *tv, double *partials)
   if (!tv->factors) failf(c, "worker %d clock %d: compute got no factor set", me, g);
   if (tv->pass != g / C || tv->subepoch != g % C || tv->ids.data != (g % C) * k->cf.P + me ||
       tv->ids.resident != me || tv->ids.rotating != 0 || tv->rotating != &c->w.rot[0] ||
-      tv->row_lo != 0 || tv->row_hi != D || tv->chunk != 0)
-    failf(c, "worker %d clock %d: task view pass %d sub-epoch %d data %d rows [%u, %u)", me, g,
-          tv->pass, tv->subepoch, tv->ids.data, tv->row_lo, tv->row_hi);
+      tv->row_lo != 0 || tv->row_hi != D || tv->chunk != 0 || tv->clock != g)
+    failf(c, "worker %d clock %d: task view pass %d sub-epoch %d data %d rows [%u, %u) clock %lld",
+          me, g, tv->pass, tv->subepoch, tv->ids.data, tv->row_lo, tv->row_hi,
+          (long long)tv->clock);
   log_push(&c->log, (ev){EV_COMPUTE, -1, g, 0});
   const float *W = tv->rotating->buf;
   if (k->sim && memcmp(W, k->sim + ((size_t)me * (k->T + 1) + g) * D * J, sizeof(float) * D * J))
@@ -267,7 +268,7 @@ static int sf_compute(void *state, const strata_task_view *tv, double *partials)
 static int sf_evaluate(void *state, const strata_task_view *tv, double *partials) {
   wctx *c = state;
   log_push(&c->log, (ev){EV_EVAL, -1, tv->pass, 0});
-  if (tv->pass < 0 || tv->pass >= c->k->cf.passes)
+  if (tv->pass < 0 || tv->pass >= c->k->cf.passes || tv->clock != -1)
     failf(c, "worker %d: evaluate of pass %d", c->w.me, tv->pass);
   else
     memcpy(c->snap + (size_t)tv->pass * D * J, tv->rotating->buf, sizeof(float) * D * J);
