@@ -80,9 +80,14 @@ typedef struct strata_sf_factors strata_sf_factors;
 struct strata_sf_ops;
 
 /*
- * Clocks. Every mode counts clocks, 0-based from the start of the run, and
- * tells compute the clock of each chunk (strata_task_view.clock); the
- * staleness rule of the mode is stated in clocks (strata_setup.staleness).
+ * Numbering. Passes, sub-epochs, chunks and clocks are 0-based everywhere
+ * in the C API (tv->pass, block_objective's pass, strata_pass_stats.pass,
+ * strata_sf_clock.pass) and in the metrics JSON; only lines for people
+ * (the progress line "pass 3/20") count from 1.
+ *
+ * Clocks. Every mode counts clocks from the start of the run and tells
+ * compute the clock of each chunk (strata_task_view.clock); the staleness
+ * rule of the mode is stated in clocks (strata_setup.staleness).
  *   scheduled, serial: a clock is a pass (clock = pass). A worker holds a
  *     rotating block alone while it computes on it: staleness 0.
  *   bsp, absp, ssp, essp, async: the worker's clock of the parameter-server
@@ -121,10 +126,11 @@ typedef struct strata_setup {
 } strata_setup;
 
 /* One task as compute sees it. Rows of `rotating` outside [row_lo, row_hi)
- * may be in flight and must not be touched. Every mode calls compute for
- * the same task views in the same order on a worker (the schedule's tasks
- * of each sub-epoch, each chunk 0..depth-1), empty chunks (row_lo ==
- * row_hi) included; only `clock` and the blocks' contents differ. */
+ * may be in flight and must not be touched. Given the schedule, every mode
+ * calls compute on a worker for the same task views in the same order: each
+ * pass, each sub-epoch, the worker's tasks in schedule order, and for each
+ * chunk 0..depth-1, empty chunks (row_lo == row_hi) included; what differs
+ * is `clock` and what the blocks hold. */
 typedef struct strata_task_view {
   int pass, subepoch; /* 0-based */
   strata_task ids;
