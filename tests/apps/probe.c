@@ -320,8 +320,14 @@ static void advance(pr_worker *w) {
   }
 }
 
-/* Whether tv is the schedule's next view (the first call moves the cursor
- * to the first task of pass 0: advance_to_start). */
+/* Puts the cursor on the worker's first task view of pass 0. */
+static void advance_to_start(pr_worker *w) {
+  w->cur_c = w->depth - 1;
+  w->cur_t = -1;
+  advance(w);
+}
+
+/* Whether tv is the view under the cursor. */
 static int is_next(pr_worker *w, const strata_task_view *tv) {
   int n;
   const strata_task *tk = strata_schedule_tasks(&w->sched, w->cur_s, w->me, &n);
@@ -332,12 +338,6 @@ static int is_next(pr_worker *w, const strata_task_view *tv) {
   return tv->pass == w->cur_pass && tv->subepoch == w->cur_s && tv->chunk == w->cur_c &&
          tv->ids.data == t->data && tv->ids.resident == t->resident &&
          tv->ids.rotating == t->rotating && tv->row_lo == lo && tv->row_hi == hi;
-}
-
-static void advance_to_start(pr_worker *w) {
-  w->cur_c = w->depth - 1;
-  w->cur_t = -1;
-  advance(w);
 }
 
 static int probe_compute(void *state, const strata_task_view *tv, double *partials) {
