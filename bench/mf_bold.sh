@@ -60,7 +60,7 @@ for i, r in enumerate(runs):
     for p in m["per_pass"]:
         t += p["time_s"]
         if hit is None and p["test_rmse"] <= target:
-            hit = (p["pass"], t)
+            hit = (p["pass"] + 1, t)
     last = m["per_pass"][-1]
     lines.append(f"| {label} | {hit[0] if hit else 'not reached'} | {f'{hit[1]:.2f}' if hit else '-'} | "
                  f"{m['test_rmse']:.4f} | {last['lr']:.4g} | ok |")

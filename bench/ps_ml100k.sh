@@ -35,7 +35,7 @@ for i, m in enumerate(modes):
     mean = f"{cd['mean']:.3f}" if cd else "n/a"
     mx = str(cd["max_staleness"]) if cd else "n/a"
     hist = str(cd["hist"]) if cd else "n/a"
-    lines.append(f"| {m} | {d['test_rmse']:.4f} | {best['pass']} ({best['test_rmse']:.4f}) | {mean} | {mx} | {hist} | {d['time_per_pass_s']*1e3:.2f} |")
+    lines.append(f"| {m} | {d['test_rmse']:.4f} | {best['pass'] + 1} ({best['test_rmse']:.4f}) | {mean} | {mx} | {hist} | {d['time_per_pass_s']*1e3:.2f} |")
 text = "\n".join(lines)
 print(text)
 open(f"{out}/ps_ml100k.md", "w").write(text + "\n")

@@ -44,7 +44,7 @@ for i, m in enumerate(modes):
         cd = d["clock_diff"]
         lines.append(f"**{m}, prefetch {pf}** (time per pass {d['time_per_pass_s']*1e3:.1f} ms, "
                      f"clock differential mean {cd['mean']:.2f})\n")
-        head = "| | " + " | ".join(str(p["pass"]) for p in d["per_pass"]) + " |"
+        head = "| | " + " | ".join(str(p["pass"] + 1) for p in d["per_pass"]) + " |"
         lines += [head, "|---" * (len(d["per_pass"]) + 1) + "|"]
         if o:
             lines.append("| before: reported (old build) | " +

@@ -262,14 +262,8 @@ int strata__driver_main(const strata_app *app, const strata__driver *d, int argc
                         strata_mode_name(co.eng.mode), d->prog);
     goto out;
   }
-  strata_setup setup = {.workers = P,
-                        .strata = co.eng.strata ? co.eng.strata : P,
-                        .depth = co.eng.depth,
-                        .passes = co.eng.passes,
-                        .seed = co.eng.seed,
-                        .worker = t.rank - 1,
-                        .mode = co.eng.mode,
-                        .model_out = co.eng.model_out};
+  strata_setup setup;
+  strata_engine_setup(app, &co.eng, P, t.rank - 1, &setup);
   if (app->check && (rc = app->check(cfg, &setup))) goto out;
   strata_log_set(log_print, NULL,
                  co.verbose ? STRATA_LOG_DEBUG : co.quiet ? STRATA_LOG_WARN : STRATA_LOG_INFO);

@@ -86,7 +86,7 @@ typedef struct setup_header {
 } setup_header;
 
 typedef struct pass_report {
-  int32_t pass;
+  int32_t pass;     /* 0-based */
   int32_t worker;
   int32_t unscored; /* parameter-server modes: the pass ended inside a clock
                        (--wpc > 1), so no consistent model was there to score */
@@ -106,7 +106,7 @@ typedef struct pass_control {
 /* A zeroed report for pass index `pass` (0-based) of worker `worker`. */
 static inline void strata__report_begin(pass_report *rep, int pass, int worker) {
   memset(rep, 0, sizeof *rep);
-  rep->pass = pass + 1;
+  rep->pass = pass;
   rep->worker = worker;
 }
 

@@ -75,17 +75,10 @@ int strata_engine_run(const strata_app *app, void *cfg, const strata_engine_opts
   strata__run run = {.app = app,
                      .cfg = cfg,
                      .opts = opts,
-                     .setup = {.workers = P,
-                               .strata = opts->strata ? opts->strata : P,
-                               .depth = opts->depth,
-                               .passes = opts->passes,
-                               .seed = opts->seed,
-                               .worker = -1,
-                               .mode = opts->mode,
-                               .model_out = opts->model_out},
                      .all_rotating = strata__mode_all_rotating(opts->mode),
                      .lag = strata__mode_control_lag(opts),
                      .check = strata__mode_check};
+  strata_engine_setup(app, opts, P, -1, &run.setup);
   double cpu0 = strata_cpu_seconds(), wall0 = strata_now();
   int rc = check_run(app, opts, serial);
   if (!rc && opts->mode == STRATA_MODE_SFB) rc = sfb_topology(opts, P, result);

@@ -11,16 +11,19 @@
 
 static int decide(strata__agg *c, int k);
 
-/* Whether the summed partials of pass `pass` (0-based) are all finite; if
- * not, records the divergence message, naming the objectives the
- * non-finite partials make non-finite (those finite once they are 1). */
+/* Whether the combined partials of pass `pass` (0-based) show no sign of
+ * divergence (strata_partial_is_bad: a MAX or MIN partial still at its
+ * infinite identity is fine); if they do, records the divergence message,
+ * naming the objectives the bad partials make non-finite (those finite
+ * once they are 1). */
 static int check_finite(strata__agg *c, int pass, const double *values) {
   const strata_app *app = c->app;
   int bad = 0;
   double clean[STRATA_MAX_PARTIALS], cv[STRATA_MAX_OBJECTIVES];
   for (int i = 0; i < app->n_partials; i++) {
-    bad |= !isfinite(c->partials[i]);
-    clean[i] = isfinite(c->partials[i]) ? c->partials[i] : 1.0;
+    int b = strata_partial_is_bad(app, i, c->partials[i]);
+    bad |= b;
+    clean[i] = b ? 1.0 : c->partials[i];
   }
   if (!bad) return 1;
   app->objectives(c->cfg, c->prob, clean, cv);
@@ -57,6 +60,8 @@ int strata__agg_open(strata__agg *c) {
     return strata_err_set(STRATA_ENOMEM, "coordinator: out of memory");
   for (int i = 0; i < N; i++) r->per_pass[i].drift = -1;
   c->run_passes = N;
+  strata_partials_init(c->app, c->partials);
+  strata_partials_init(c->app, c->view_partials);
   return 0;
 }
 
@@ -65,10 +70,10 @@ int strata__agg_report(void *ud, const pass_report *rep) {
   strata__agg *c = ud;
   strata_run_result *r = c->res;
   int P = c->setup.workers;
-  if (rep->pass < 1 || rep->pass > c->setup.passes || rep->worker < 0 || rep->worker >= P)
+  if (rep->pass < 0 || rep->pass >= c->setup.passes || rep->worker < 0 || rep->worker >= P)
     return strata_err_set(STRATA_ECOMM, "coordinator: bad report (pass %d, worker %d)", rep->pass,
                           rep->worker);
-  int pi = rep->pass - 1;
+  int pi = rep->pass;
   strata_pass_stats *ps = &r->per_pass[pi];
   const strata_worker_stats *ws = &rep->stats;
   r->per_pass_worker[(size_t)pi * (size_t)P + (size_t)rep->worker] = *ws;
@@ -108,9 +113,9 @@ int strata__agg_report(void *ud, const pass_report *rep) {
   ps->eval_s = fmax(ps->eval_s, ws->eval_s);
   ps->bytes_sent += ws->bytes_sent;
   ps->bytes_recv += ws->bytes_recv;
-  for (int i = 0; i < c->app->n_partials; i++) c->partials[i] += rep->partials[i];
+  strata_partials_combine(c->app, c->partials, rep->partials);
   c->unscored |= rep->unscored;
-  for (int i = 0; i < c->app->n_partials && rep->has_view; i++) c->view_partials[i] += rep->view_partials[i];
+  if (rep->has_view) strata_partials_combine(c->app, c->view_partials, rep->view_partials);
   ps->has_view |= rep->has_view;
   if (++c->reports_in < P) return 0;
 
@@ -123,7 +128,7 @@ int strata__agg_report(void *ud, const pass_report *rep) {
     for (int i = 0; i < c->app->n_objectives; i++) ps->objectives[i] = 0.0 / 0.0;
   c->unscored = 0;
   if (ps->has_view) c->app->objectives(c->cfg, c->prob, c->view_partials, ps->view_objectives);
-  memset(c->view_partials, 0, sizeof c->view_partials);
+  strata_partials_init(c->app, c->view_partials);
   memcpy(c->obj_hist + (size_t)pi * STRATA_MAX_OBJECTIVES, ps->objectives, sizeof ps->objectives);
   /* The verdict on pass pi + L: a stop once a pass diverged (the workers
    * then run the passes before it), else its control values. */
@@ -133,12 +138,12 @@ int strata__agg_report(void *ud, const pass_report *rep) {
     if (rc) return rc;
   }
   if (!finite) c->run_passes = k < c->setup.passes ? k : c->setup.passes;
-  memset(c->partials, 0, sizeof c->partials);
+  strata_partials_init(c->app, c->partials);
   memcpy(r->objectives, ps->objectives, sizeof r->objectives);
   /* One line per pass; runs of many fast passes print at most one a second
    * (plus the last) so the log stays readable. */
   double now = strata_now();
-  int show = c->setup.passes <= 100 || rep->pass == c->setup.passes || now - c->last_progress >= 1.0;
+  int show = c->setup.passes <= 100 || pi == c->setup.passes - 1 || now - c->last_progress >= 1.0;
   if (c->opts->progress && show) {
     c->last_progress = now;
     char obj[256] = "";
@@ -153,7 +158,8 @@ int strata__agg_report(void *ud, const pass_report *rep) {
         used += (size_t)snprintf(obj + used, sizeof obj - used, "  view_%s %.4f",
                                c->app->objective_names[i], ps->view_objectives[i]);
     double rate = ps->time_s > 0 ? (double)c->prob->n_examples / ps->time_s / 1e6 : 0;
-    strata_log(STRATA_LOG_INFO, "pass %d/%d  %.3fs  %.1f M/s  wait %.1f%%%s", rep->pass,
+    /* A count for people: pass 1 of N is pass index 0. */
+    strata_log(STRATA_LOG_INFO, "pass %d/%d  %.3fs  %.1f M/s  wait %.1f%%%s", pi + 1,
                c->setup.passes, ps->time_s, rate,
                ps->time_s > 0 ? 100.0 * ps->wait_s / ps->time_s : 0.0, obj);
   }

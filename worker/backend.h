@@ -33,6 +33,10 @@ struct strata__backend {
    * sufficient-factor app's factors itself (release hands them over),
    * else the loop applies them to the task's rows before release. */
   int (*resolve)(strata_engine_opts *o, int staleness_given, int wpc_given, int prefetch_given);
+  /* The clock rule the app is told (strata_setup.staleness and .wpc) for
+   * resolved options o. */
+  void (*clock_rule)(const strata_engine_opts *o, const strata_app *app, int *staleness,
+                     double *wpc);
   int (*control_lag)(const strata_engine_opts *o);
   int (*check)(const strata_engine_opts *o, const strata_app *app, const strata_setup *setup,
                const strata_problem *p, const strata_schedule *s);
@@ -44,8 +48,13 @@ struct strata__backend {
   int (*begin_pass)(void *be, int pass, strata_worker_stats *st);
   int (*begin_subepoch)(void *be, int pass, int s, strata_worker_stats *st);
   /* Makes rows [tv->row_lo, tv->row_hi) of tv->rotating (and the global
-   * block, if any) current for chunk tv->chunk of the task. */
-  int (*acquire)(void *be, const strata_task_view *tv, strata_worker_stats *st);
+   * block, if any) current for chunk tv->chunk of the task; the chunk may
+   * be empty (row_lo == row_hi), and compute runs on it all the same. On
+   * entry tv->clock holds the loop's count (the pass, or a
+   * sufficient-factor app's tasks so far); a back-end that keeps clocks of
+   * its own sets tv->clock to the clock its staleness rule reads the chunk
+   * at. */
+  int (*acquire)(void *be, strata_task_view *tv, strata_worker_stats *st);
   /* Hands the chunk's rows back after compute changed them. */
   int (*release)(void *be, const strata_task_view *tv, strata_worker_stats *st);
   int (*end_subepoch)(void *be, int pass, int s, strata_worker_stats *st);

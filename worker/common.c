@@ -24,6 +24,7 @@ int strata__worker_score(strata__worker *w, int pass, double *partials) {
                              .rotating = &w->rot[tk[i].rotating],
                              .global = w->global,
                              .chunk = -1,
+                             .clock = -1,
                              .row_lo = 0,
                              .row_hi = w->rot[tk[i].rotating].nrows};
       rc = w->app->evaluate(w->state, &tv, partials);

@@ -56,8 +56,12 @@ static int run_pass(strata__worker *w, const strata__backend *b, void *be, int p
                              .control = w->app->n_controls ? ctl : NULL,
                              .factors = fs};
       for (int c = 0; c < depth && !rc; c++) {
+        /* Empty chunks (row_lo == row_hi) are computed too, in every mode:
+         * the app may have work for them (global rows) and the table modes
+         * count them toward clock boundaries. */
         tv.chunk = c;
         strata_chunk_rows(tv.rotating->nrows, depth, c, &tv.row_lo, &tv.row_hi);
+        tv.clock = fs ? *clock : pass;
         if (fs && (rc = strata__sf_reset(fs, *clock, w->me))) break;
         if ((rc = b->acquire(be, &tv, st))) break;
         double t0 = strata_now();
@@ -96,6 +100,7 @@ int strata__worker_loop(strata__worker *w) {
   for (int pass = 0; pass < w->setup.passes && !rc; pass++) {
     pass_report rep;
     strata__report_begin(&rep, pass, w->me);
+    strata_partials_init(w->app, rep.partials);
     strata_worker_stats *st = &rep.stats;
     w->t_pass = strata_now();
     w->cpu_pass = strata_cpu_seconds();

@@ -61,6 +61,22 @@ int strata__mode_check(const strata_engine_opts *o, const strata_app *app,
   return !rc && b && b->check ? b->check(o, app, setup, p, s) : rc;
 }
 
+void strata_engine_setup(const strata_app *app, const strata_engine_opts *o, int workers,
+                         int worker, strata_setup *out) {
+  const strata__backend *b = strata__backend_of(o->mode);
+  *out = (strata_setup){.workers = workers,
+                        .strata = o->strata ? o->strata : workers,
+                        .depth = o->depth,
+                        .passes = o->passes,
+                        .seed = o->seed,
+                        .worker = worker,
+                        .mode = o->mode,
+                        .model_out = o->model_out,
+                        .staleness = 0,
+                        .wpc = 1};
+  if (b) b->clock_rule(o, app, &out->staleness, &out->wpc);
+}
+
 int strata_engine_resolve(strata_engine_opts *o, int s_given, int wpc_given, int pf_given) {
   const strata__backend *b = strata__backend_of(o->mode);
   if (!b) return strata_err_set(STRATA_EUSAGE, "unknown mode %d", (int)o->mode);

@@ -144,7 +144,7 @@ static int send_target(const ring *rg, int pass, int s, int r) {
   return next != w->me ? next : -1;
 }
 
-static int ring_acquire(void *be, const strata_task_view *tv, strata_worker_stats *st) {
+static int ring_acquire(void *be, strata_task_view *tv, strata_worker_stats *st) {
   ring *rg = be;
   strata__worker *w = rg->w;
   int r = tv->ids.rotating, rc = 0;
@@ -444,6 +444,16 @@ static int ring_check(const strata_engine_opts *o, const strata_app *app, const 
   return 0;
 }
 
+/* A worker holds a rotating block alone while it computes on it, so its
+ * reads are never stale; a clock is a pass (a sufficient-factor app's:
+ * a minibatch, as in every mode). */
+static void ring_clock_rule(const strata_engine_opts *o, const strata_app *app, int *staleness,
+                            double *wpc) {
+  (void)o;
+  *staleness = 0;
+  *wpc = app->sf ? 0 : 1;
+}
+
 static int ring_control_lag(const strata_engine_opts *o) {
   (void)o;
   return 2;
@@ -452,6 +462,7 @@ static int ring_control_lag(const strata_engine_opts *o) {
 const strata__backend strata__ring_backend = {
     .name = "ring",
     .resolve = ring_resolve,
+    .clock_rule = ring_clock_rule,
     .control_lag = ring_control_lag,
     .check = ring_check,
     .all_rotating = 0,

@@ -202,14 +202,7 @@ int strata__worker_main(const strata_app *app, void *cfg, const strata_engine_op
   w.t = t;
   w.opts = opts;
   w.me = t->rank - 1;
-  w.setup = (strata_setup){.workers = t->size - 1,
-                           .strata = opts->strata ? opts->strata : t->size - 1,
-                           .depth = opts->depth,
-                           .passes = opts->passes,
-                           .seed = opts->seed,
-                           .worker = w.me,
-                           .mode = opts->mode,
-                           .model_out = opts->model_out};
+  strata_engine_setup(app, opts, t->size - 1, w.me, &w.setup);
   w.report = send_report;
   w.report_ud = &w;
   w.control = mpi_control;

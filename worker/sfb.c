@@ -295,10 +295,10 @@ static int bring_up_to(sfb *b, int64_t g, int s) {
   return rc;
 }
 
-static int sfb_acquire(void *be, const strata_task_view *tv, strata_worker_stats *st) {
+static int sfb_acquire(void *be, strata_task_view *tv, strata_worker_stats *st) {
   sfb *b = be;
-  (void)tv;
   b->st = st;
+  tv->clock = b->clock;
   return bring_up_to(b, b->clock, b->s);
 }
 
@@ -581,6 +581,14 @@ static int sfb_resolve(strata_engine_opts *o, int s_given, int wpc_given, int pf
   return 0;
 }
 
+/* The staleness bound of the factors applied; a clock is a minibatch. */
+static void sfb_clock_rule(const strata_engine_opts *o, const strata_app *app, int *staleness,
+                           double *wpc) {
+  (void)app;
+  *staleness = o->staleness;
+  *wpc = 0;
+}
+
 /* Workers run up to s clocks apart, a pass being at least one clock. */
 static int sfb_control_lag(const strata_engine_opts *o) { return 2 + o->staleness; }
 
@@ -616,6 +624,7 @@ static int sfb_check(const strata_engine_opts *o, const strata_app *app, const s
 const strata__backend strata__sfb_backend = {
     .name = "sfb",
     .resolve = sfb_resolve,
+    .clock_rule = sfb_clock_rule,
     .control_lag = sfb_control_lag,
     .check = sfb_check,
     .all_rotating = 1,

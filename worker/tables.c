@@ -45,7 +45,7 @@ typedef struct psw {
   int per_pass;    /* clocks per pass (wpc < 1) or 0 */
   int span;        /* passes per clock (wpc >= 1) or 0 */
   int clocks;      /* clocks ended in this pass */
-  int dirty;       /* work since the last clock */
+  int dirty;       /* a chunk computed since the last clock (an empty one too) */
   int straggle;    /* this clock is ours to straggle in: sleep at the end of its work */
   double delay_s;
   /* scoring */
@@ -106,17 +106,20 @@ static int send_deltas(psw *p, uint32_t first, uint32_t n, const float *view, co
   return rc;
 }
 
-static int tables_acquire(void *be, const strata_task_view *tv, strata_worker_stats *st) {
+/* An empty chunk reads no rows of its block but still the global rows:
+ * compute runs on it and may add to them. */
+static int tables_acquire(void *be, strata_task_view *tv, strata_worker_stats *st) {
   psw *p = be;
   strata__worker *w = p->w;
   (void)st;
-  int r = tv->ids.rotating;
+  int r = tv->ids.rotating, rc = 0;
   uint32_t lo = tv->row_lo, hi = tv->row_hi;
-  if (hi == lo) return 0;
-  float *view = (float *)tv->rotating->buf + (size_t)lo * p->L;
-  int rc = strata_table_get_rows(p->tb, p->off[r] + lo, p->off[r] + hi, -1, view);
-  if (rc) return rc;
-  memcpy(p->snap, view, (size_t)(hi - lo) * p->L * sizeof(float));
+  tv->clock = strata_table_current_clock(p->tb);
+  if (hi > lo) {
+    float *view = (float *)tv->rotating->buf + (size_t)lo * p->L;
+    if ((rc = strata_table_get_rows(p->tb, p->off[r] + lo, p->off[r] + hi, -1, view))) return rc;
+    memcpy(p->snap, view, (size_t)(hi - lo) * p->L * sizeof(float));
+  }
   strata_block *g = w->global;
   uint32_t gfirst = p->off[w->sched.n_rotating];
   if (g) {
@@ -130,21 +133,20 @@ static int end_pass_clock(psw *p, int last);
 static int drain(psw *p, int wait);
 
 /* The chunk's changes go back as deltas; K clocks per pass end at the
- * chunks where done * K / chunks steps. */
+ * chunks where done * K / chunks steps, empty chunks counted. */
 static int tables_release(void *be, const strata_task_view *tv, strata_worker_stats *st) {
   psw *p = be;
   strata__worker *w = p->w;
   (void)st;
   int r = tv->ids.rotating, rc = 0;
   uint32_t lo = tv->row_lo, hi = tv->row_hi;
-  if (hi > lo) {
-    float *view = (float *)tv->rotating->buf + (size_t)lo * p->L;
-    strata_block *g = w->global;
-    rc = send_deltas(p, p->off[r] + lo, hi - lo, view, p->snap);
-    if (!rc && g) rc = send_deltas(p, p->off[w->sched.n_rotating], g->nrows, g->buf, p->gsnap);
-    if (!rc) rc = strata_table_serve(p->tb);
-    p->dirty = 1;
-  }
+  strata_block *g = w->global;
+  if (hi > lo)
+    rc = send_deltas(p, p->off[r] + lo, hi - lo, (float *)tv->rotating->buf + (size_t)lo * p->L,
+                     p->snap);
+  if (!rc && g) rc = send_deltas(p, p->off[w->sched.n_rotating], g->nrows, g->buf, p->gsnap);
+  if (!rc && (hi > lo || g)) rc = strata_table_serve(p->tb);
+  p->dirty = 1;
   long done = ++p->done;
   if (!rc && p->per_pass && (done * p->per_pass) / p->chunks > ((done - 1) * p->per_pass) / p->chunks) {
     rc = done == p->chunks ? end_pass_clock(p, tv->pass == w->setup.passes - 1) : end_clock(p);
@@ -235,7 +237,7 @@ static int request_snapshot(psw *p, int last) {
 static int score(psw *p, pending *e) {
   strata__worker *w = p->w;
   int rc = 0, P = w->sched.n_workers, nrot = w->sched.n_rotating, nres = w->sched.n_resident;
-  int pass = e->rep.pass - 1;
+  int pass = e->rep.pass;
   double t0 = strata_now();
   void **keep = strata_malloc(((size_t)nrot + (size_t)nres + 1) * sizeof *keep);
   if (!keep) return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
@@ -278,7 +280,7 @@ static int complete(psw *p, pending *e) {
   strata__worker *w = p->w;
   double t0 = strata_now();
   int rc = e->snap ? score(p, e) : 0;
-  if (!rc && e->rows && e->rep.pass == w->setup.passes && w->opts->model_out)
+  if (!rc && e->rows && e->rep.pass == w->setup.passes - 1 && w->opts->model_out)
     adopt_snapshot(p, e->rows);
   p->scored_s += strata_now() - t0;
   if (!rc) rc = w->report(w->report_ud, &e->rep);
@@ -594,6 +596,14 @@ static int tables_resolve(strata_engine_opts *o, int s_given, int wpc_given, int
   return 0;
 }
 
+/* Reads may be s clocks old (async: any age); a clock is the --wpc's
+ * share of a pass, or a sufficient-factor app's minibatch. */
+static void tables_clock_rule(const strata_engine_opts *o, const strata_app *app, int *staleness,
+                              double *wpc) {
+  *staleness = o->mode == STRATA_MODE_ASYNC ? -1 : o->staleness;
+  *wpc = app->sf ? 0 : o->wpc;
+}
+
 /* 2 passes, plus in ssp/essp the passes that s clocks span (s / K with K
  * clocks per pass, s * W with W >= 1), so that a verdict never holds a
  * worker back more than the staleness bound does. */
@@ -659,6 +669,7 @@ static int tables_check(const strata_engine_opts *o, const strata_app *app,
 const strata__backend strata__table_backend = {
     .name = "tables",
     .resolve = tables_resolve,
+    .clock_rule = tables_clock_rule,
     .control_lag = tables_control_lag,
     .check = tables_check,
     .all_rotating = 1,

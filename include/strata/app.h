@@ -79,6 +79,33 @@ STRATA_EXPORT int strata_mode_is_ps(strata_mode m);
 typedef struct strata_sf_factors strata_sf_factors;
 struct strata_sf_ops;
 
+/*
+ * Numbering. Passes, sub-epochs, chunks and clocks are 0-based everywhere
+ * in the C API (tv->pass, block_objective's pass, strata_pass_stats.pass,
+ * strata_sf_clock.pass) and in the metrics JSON; only lines for people
+ * (the progress line "pass 3/20") count from 1.
+ *
+ * Clocks. Every mode counts clocks from the start of the run and tells
+ * compute the clock of each chunk (strata_task_view.clock); the staleness
+ * rule of the mode is stated in clocks (strata_setup.staleness).
+ *   scheduled, serial: a clock is a pass (clock = pass). A worker holds a
+ *     rotating block alone while it computes on it: staleness 0.
+ *   bsp, absp, ssp, essp, async: the worker's clock of the parameter-server
+ *     table, the clock its reads of the chunk's rows are checked against
+ *     (a read at clock c sees every update of clocks <= c - s - 1).
+ *     With wpc = 1/K a pass has K clocks: the i-th chunk of pass p (counting
+ *     the chunks of this worker's tasks in the order compute sees them,
+ *     empty ones included; n of them per pass) runs at clock
+ *     p K + floor(i K / n). With wpc = 1 (always in bsp) the clock is the
+ *     pass; with a whole wpc = W a clock spans W passes: floor(p / W).
+ *     Staleness 0 in bsp and absp, s (--staleness, default 1) in ssp and
+ *     essp, unbounded (-1) in async.
+ *   sfb, and a sufficient-factor app (strata/sf.h) in every mode: a clock
+ *     is one task (a minibatch): the t-th of a pass's T tasks runs at clock
+ *     p T + t (wpc 0). Staleness in sfb: --staleness (default 0); in the
+ *     other modes as above.
+ * Evaluate runs after the pass on the pass's model; its view's clock is -1.
+ */
 typedef struct strata_setup {
   int workers;     /* P */
   int strata;      /* B: strata requested (apps block their data B x B) */
@@ -88,19 +115,33 @@ typedef struct strata_setup {
   int worker;      /* this worker's index 0..P-1; -1 on the coordinator */
   strata_mode mode; /* how parameters move (names: strata_mode_name) */
   const char *model_out;  /* --model-out directory or NULL */
+  int staleness;   /* how many clocks old a read may be (see Clocks above): 0 in
+                      scheduled, serial, bsp and absp; --staleness in ssp, essp
+                      and sfb; -1 in async (unbounded) */
+  double wpc;      /* work per clock in passes: 1 in scheduled, serial and bsp;
+                      --wpc in absp, ssp, essp and async (1/K: K clocks a pass,
+                      or a whole number W: a clock spans W passes); 0 for a
+                      sufficient-factor app, whose clock is a minibatch (so
+                      always 0 in sfb) */
 } strata_setup;
 
 /* One task as compute sees it. Rows of `rotating` outside [row_lo, row_hi)
- * may be in flight and must not be touched. */
+ * may be in flight and must not be touched. Given the schedule, every mode
+ * calls compute on a worker for the same task views in the same order: each
+ * pass, each sub-epoch, the worker's tasks in schedule order, and for each
+ * chunk 0..depth-1, empty chunks (row_lo == row_hi) included; what differs
+ * is `clock` and what the blocks hold. */
 typedef struct strata_task_view {
-  int pass, subepoch;
+  int pass, subepoch; /* 0-based */
   strata_task ids;
   const strata_block *data;
   strata_block *resident;
   strata_block *rotating;
   strata_block *global; /* NULL when the problem has none */
-  int chunk;
+  int chunk;            /* 0..depth-1; -1 in evaluate */
   uint32_t row_lo, row_hi;
+  int64_t clock;        /* the clock the chunk's reads are made at (Clocks above);
+                           -1 in evaluate */
   /* The pass's control values (app->pass_control; n_controls of them), the
    * same on every worker; NULL when the app has none. */
   const double *control;
@@ -119,6 +160,15 @@ typedef enum strata_block_kind {
   STRATA_BLOCK_ROTATING,
   STRATA_BLOCK_GLOBAL
 } strata_block_kind;
+
+/* How the values of one partial combine (strata_app.partial_reduce), and
+ * the identity each starts every pass at: SUM 0, MAX -INFINITY, MIN
+ * +INFINITY. */
+typedef enum strata_reduce {
+  STRATA_REDUCE_SUM,
+  STRATA_REDUCE_MAX,
+  STRATA_REDUCE_MIN
+} strata_reduce;
 
 /* strata_app.flags */
 /* Rotating rows are float vectors that merge by adding deltas, so the app
@@ -160,9 +210,24 @@ typedef struct strata_app {
   /* The engine options' defaults for this app (all zero: the engine's). */
   strata_app_defaults defaults;
 
-  /* Sums the engine adds up over workers each pass, and the objective values
-   * `objectives` derives from them (names like "train_rmse"). */
+  /* Partials: n_partials numbers per worker per pass that the engine
+   * combines over the workers each pass, and the objective values
+   * `objectives` derives from them (names like "train_rmse").
+   *
+   * partial_reduce[i] says how partial i combines: summed (a squared error,
+   * a count), or the largest or smallest value (a worst lag, a largest
+   * error), with n_partials entries; NULL: every partial is summed. At the
+   * start of every pass, on every worker, the engine sets each partial to
+   * its identity (0, -INFINITY, +INFINITY: strata_partials_init) before
+   * compute, evaluate and block_objective see the array; those callbacks
+   * combine their own values into it, a sum by partials[i] += v, a maximum
+   * by partials[i] = fmax(partials[i], v) and a minimum by fmin (which drop
+   * a NaN v; strata_reduce_apply keeps it). The engine then combines the
+   * workers' arrays with the same operations (strata_partials_combine), in
+   * every mode. A MAX or MIN partial nobody touched in a pass stays at its
+   * identity, an infinity that objectives must expect. */
   int n_partials;
+  const strata_reduce *partial_reduce;
   int n_objectives;
   const char *const *objective_names;
 
@@ -178,14 +243,15 @@ typedef struct strata_app {
                      size_t meta_len, void **state);
   void (*worker_free)(void *state);
   /* Worker: process the part of tv->data touching rows [row_lo, row_hi) of
-   * the rotating block, adding to partials[0..n_partials). */
+   * the rotating block, combining its values into partials[0..n_partials)
+   * (partial_reduce). */
   int (*compute)(void *state, const strata_task_view *tv, double *partials);
   /* Worker, optional: score eval block tv->data against the final state of
    * the pass (resident and rotating blocks of its task, whole). */
   int (*evaluate)(void *state, const strata_task_view *tv, double *partials);
 
   /* Worker, optional: adds objective partials of one parameter block at the
-   * end of every pass (e.g. a likelihood term per block). Across workers,
+   * end of every pass (0-based `pass`; e.g. a likelihood term per block). Across workers,
    * every resident and rotating block and the global block is passed
    * exactly once per pass: on the ring a rotating block by the worker that
    * computed it last, in parameter-server modes by worker r mod P reading
@@ -193,10 +259,11 @@ typedef struct strata_app {
   int (*block_objective)(void *state, int pass, strata_block_kind kind, int id,
                          const strata_block *b, double *partials);
 
-  /* Coordinator: objective values from the partials summed over workers.
+  /* Coordinator: objective values from the partials combined over workers.
    * A value may be NaN where it is not defined (no test set). After every
-   * pass the engine checks the summed partials: one that is NaN or infinite
-   * ends the run as diverged (STRATA_EDIVERGED, exit code 3 from the CLI) on
+   * pass the engine checks the combined partials: one that is NaN, or
+   * infinite other than a MAX or MIN partial still at its identity, ends
+   * the run as diverged (STRATA_EDIVERGED, exit code 3 from the CLI) on
    * every rank, naming the pass and the objectives it makes non-finite, and
    * nothing is exported. */
   void (*objectives)(const void *cfg, const strata_problem *prob, const double *partials,
@@ -236,5 +303,20 @@ typedef struct strata_app {
 } strata_app;
 
 
+/* The identity of op: 0 (SUM), -INFINITY (MAX), +INFINITY (MIN). */
+STRATA_EXPORT double strata_reduce_identity(strata_reduce op);
+/* a and b combined under op: a + b, or the larger or smaller of the two,
+ * NaN when either is NaN (unlike fmax and fmin). */
+STRATA_EXPORT double strata_reduce_apply(strata_reduce op, double a, double b);
+/* Sets partials[0..app->n_partials) to the identities of their reductions,
+ * as the engine does at the start of every pass; for testing an app's
+ * callbacks outside the engine. */
+STRATA_EXPORT void strata_partials_init(const strata_app *app, double *partials);
+/* acc[i] = strata_reduce_apply(op_i, acc[i], in[i]) for every partial:
+ * how the engine combines two workers' partials. */
+STRATA_EXPORT void strata_partials_combine(const strata_app *app, double *acc, const double *in);
+/* Whether value v of partial i is a sign of divergence: NaN, or an
+ * infinity other than the identity of the partial's reduction. */
+STRATA_EXPORT int strata_partial_is_bad(const strata_app *app, int i, double v);
 
 #endif

@@ -61,6 +61,14 @@ typedef struct strata_engine_opts {
 STRATA_EXPORT int strata_engine_resolve(strata_engine_opts *o, int staleness_given,
                                         int wpc_given, int prefetch_given);
 
+/* The set-up the app's callbacks see in a run of app with options o
+ * (resolved: strata_engine_resolve) and `workers` workers, on worker
+ * `worker` (0..workers-1) or, with worker -1, on the coordinator (load,
+ * schedule, export_model; also what a program hands app->check). Fills
+ * every field of *out, the mode's clock rule (staleness, wpc) included. */
+STRATA_EXPORT void strata_engine_setup(const strata_app *app, const strata_engine_opts *o,
+                                       int workers, int worker, strata_setup *out);
+
 typedef struct strata_worker_stats {
   double time_s;    /* pass wall time on that worker (processing + waits) */
   double compute_s; /* inside compute callbacks (and applying an SF app's factors) */
@@ -101,7 +109,7 @@ typedef struct strata_worker_stats {
 } strata_worker_stats;
 
 typedef struct strata_pass_stats {
-  int pass;                 /* 1-based */
+  int pass;                 /* 0-based, as every pass index of the C API */
   double time_s;            /* max over workers */
   double compute_s, wait_s; /* max over workers */
   double eval_s;

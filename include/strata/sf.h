@@ -16,7 +16,8 @@
  *   --mode serial    one process applies every factor itself.
  * In every mode a clock is one minibatch: each worker computes the factors
  * of its minibatch against W as the clock starts, and they are applied
- * after compute returns, never during it.
+ * after compute returns, never during it. tv->clock counts these clocks
+ * and setup->wpc is 0 (strata/app.h, "Clocks").
  *
  * Layout. W is J x D (J: the length of u, D: the range of v's indices) and
  * is the problem's one rotating block, kept by columns: nrows = D rows of
@@ -73,8 +74,9 @@ typedef struct strata_sf_factor {
  * adds up to the whole step once; a non-linear one (a projection) is then
  * only approximate. */
 typedef struct strata_sf_clock {
-  int pass;       /* 0-based */
-  int64_t clock;  /* clocks since the start of the run, 0-based */
+  int pass;       /* 0-based, as tv->pass */
+  int64_t clock;  /* clocks since the start of the run, 0-based: the tv->clock
+                     of the compute that made the clock's factors */
   double share;
 } strata_sf_clock;
 

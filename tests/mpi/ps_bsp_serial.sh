@@ -28,11 +28,11 @@ assert b["clock_diff"]["max_staleness"] == 0, b["clock_diff"]
 assert len(a["per_pass"]) == len(b["per_pass"]) == 10
 worst = 0
 for p, q in zip(a["per_pass"], b["per_pass"]):
-    print("pass %2d  train_rmse %.9f %.9f  test_rmse %.9f %.9f" %
+    print("pass index %2d  train_rmse %.9f %.9f  test_rmse %.9f %.9f" %
           (p["pass"], p["train_rmse"], q["train_rmse"], p["test_rmse"], q["test_rmse"]))
     for k in ("train_rmse", "test_rmse"):
         d = abs(p[k] - q[k])
-        assert d <= 1e-6, "pass %d: %s differs by %g" % (p["pass"], k, d)
+        assert d <= 1e-6, "pass index %d: %s differs by %g" % (p["pass"], k, d)
         worst = max(worst, d)
 print("ok: train_rmse and test_rmse agree in every pass (largest difference %.3g, limit 1e-6)" % worst)
 EOF

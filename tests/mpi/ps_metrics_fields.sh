@@ -60,12 +60,14 @@ assert "straggler_ms" not in m and "disrupt" not in m, "straggler or disrupt key
 for w in m["workers_total"] + [w for p in m["per_pass"] for w in p["workers"]]:
     assert w["delay_s"] == 0, "delay_s %r without --straggler" % w["delay_s"]
 assert len(m["per_pass"]) == passes
+# Pass indices are 0-based, as in the C API.
+assert [p["pass"] for p in m["per_pass"]] == list(range(passes)), [p["pass"] for p in m["per_pass"]]
 
 if want == "none":
     assert "consistency" not in m, "consistency in a scheduled run"
     assert "clock_diff" not in m, "clock_diff in a scheduled run"
     for p in m["per_pass"]:
-        assert "clock_diff" not in p, "pass %d: clock_diff" % p["pass"]
+        assert "clock_diff" not in p, "pass index %d: clock_diff" % p["pass"]
     for w in m["workers_total"]:
         assert "clock_diff" not in w and "clocks" not in w, "worker %d: clock fields" % w["worker"]
     print("ok: no consistency or clock_diff")
@@ -85,8 +87,8 @@ assert cd["reads"] > 0, "no reads"
 if s != "unbounded":
     assert cd["max_staleness"] <= s, "max_staleness %d > %d" % (cd["max_staleness"], s)
 for p in m["per_pass"]:
-    assert "clock_diff" in p, "pass %d: no clock_diff" % p["pass"]
-    check_diffs("pass %d" % p["pass"], p["clock_diff"])
+    assert "clock_diff" in p, "pass index %d: no clock_diff" % p["pass"]
+    check_diffs("pass index %d" % p["pass"], p["clock_diff"])
 wt = m["workers_total"]
 for w in wt:
     assert "clock_diff" in w, "worker %d: no clock_diff" % w["worker"]

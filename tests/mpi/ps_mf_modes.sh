@@ -53,7 +53,7 @@ if bound != "-":
     assert cd["max_staleness"] <= s, "max_staleness %d > %d" % (cd["max_staleness"], s)
     for p in m["per_pass"]:
         assert p["clock_diff"]["max_staleness"] <= s, \
-            "pass %d: max_staleness %d > %d" % (p["pass"], p["clock_diff"]["max_staleness"], s)
+            "pass index %d: max_staleness %d > %d" % (p["pass"], p["clock_diff"]["max_staleness"], s)
 EOF
   ok "$mode"
 done

@@ -1,6 +1,9 @@
 /*
  * Unit tests for the engine in serial mode, driven by the MF app in-process:
- * convergence, determinism, metrics, model export and early errors.
+ * convergence, determinism, metrics, model export and early errors; and the
+ * partials' reductions (SUM, MAX, MIN): their operations, the aggregation
+ * of several workers' reports, and a serial run of a small app with MAX
+ * and MIN partials, diverging or not.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -24,6 +27,7 @@
 #include "strata/engine.h"
 #include "strata/apps/mf.h"
 #include "strata/options.h"
+#include "scheduler/aggregate.h"
 
 #define SYNTH "synth:users=300,items=200,ratings=20000,rank=5,noise=0.1,seed=3"
 
@@ -89,7 +93,7 @@ static void check_converged(const strata_run_result *r, int strata, int depth) {
   assert_true(r->n_examples < 20000);
   for (int p = 0; p < 5; p++) {
     const strata_pass_stats *ps = &r->per_pass[p];
-    assert_int_equal(ps->pass, p + 1);
+    assert_int_equal(ps->pass, p);
     assert_true(ps->time_s > 0);
     assert_true(ps->compute_s > 0 && ps->compute_s <= ps->time_s);
     assert_true(ps->wait_s >= 0);
@@ -600,6 +604,217 @@ static void test_result_close_on_zeroed(void **state) {
   assert_null(r.per_pass);
 }
 
+/* ---- partial reductions ---------------------------------------------------- */
+
+static void test_reduce_ops(void **state) {
+  (void)state;
+  assert_true(strata_reduce_identity(STRATA_REDUCE_SUM) == 0.0);
+  assert_true(strata_reduce_identity(STRATA_REDUCE_MAX) == -INFINITY);
+  assert_true(strata_reduce_identity(STRATA_REDUCE_MIN) == INFINITY);
+  assert_true(strata_reduce_apply(STRATA_REDUCE_SUM, 2, 3) == 5);
+  assert_true(strata_reduce_apply(STRATA_REDUCE_MAX, 2, 3) == 3);
+  assert_true(strata_reduce_apply(STRATA_REDUCE_MAX, -INFINITY, -7) == -7);
+  assert_true(strata_reduce_apply(STRATA_REDUCE_MIN, 2, 3) == 2);
+  assert_true(strata_reduce_apply(STRATA_REDUCE_MIN, INFINITY, 9) == 9);
+  /* a NaN survives every operation, on either side (fmax would drop it) */
+  for (int op = STRATA_REDUCE_SUM; op <= STRATA_REDUCE_MIN; op++) {
+    assert_true(isnan(strata_reduce_apply((strata_reduce)op, NAN, 1)));
+    assert_true(isnan(strata_reduce_apply((strata_reduce)op, 1, NAN)));
+  }
+
+  static const strata_reduce ops[] = {STRATA_REDUCE_SUM, STRATA_REDUCE_MAX, STRATA_REDUCE_MIN};
+  strata_app app = {.n_partials = 3, .partial_reduce = ops};
+  double acc[4] = {9, 9, 9, 42}, in[3];
+  strata_partials_init(&app, acc);
+  assert_true(acc[0] == 0 && acc[1] == -INFINITY && acc[2] == INFINITY);
+  assert_true(acc[3] == 42); /* beyond n_partials: untouched */
+  const double v[3][3] = {{1, 5, 5}, {2, -3, -3}, {4, 0, 0}};
+  for (int w = 0; w < 3; w++) {
+    memcpy(in, v[w], sizeof in);
+    strata_partials_combine(&app, acc, in);
+  }
+  assert_true(acc[0] == 7 && acc[1] == 5 && acc[2] == -3);
+
+  /* NULL: every partial summed */
+  strata_app sums = {.n_partials = 2};
+  double s[2] = {3, 3};
+  strata_partials_init(&sums, s);
+  assert_true(s[0] == 0 && s[1] == 0);
+  strata_partials_combine(&sums, s, (double[]){1, -INFINITY});
+  assert_true(s[0] == 1 && s[1] == -INFINITY);
+
+  /* divergence: NaN anywhere, an infinity other than the identity */
+  assert_false(strata_partial_is_bad(&app, 0, 1e300));
+  assert_true(strata_partial_is_bad(&app, 0, INFINITY));
+  assert_true(strata_partial_is_bad(&app, 0, -INFINITY));
+  assert_false(strata_partial_is_bad(&app, 1, -INFINITY));
+  assert_true(strata_partial_is_bad(&app, 1, INFINITY));
+  assert_false(strata_partial_is_bad(&app, 2, INFINITY));
+  assert_true(strata_partial_is_bad(&app, 2, -INFINITY));
+  for (int i = 0; i < 3; i++) assert_true(strata_partial_is_bad(&app, i, NAN));
+  assert_true(strata_partial_is_bad(&sums, 1, -INFINITY));
+}
+
+/* A small app: one stratum, a rotating block of 3 rows (so with depth 4 one
+ * chunk is empty), partials [calls, max, min, never raised, never lowered,
+ * the worker's index as MAX, ... as SUM]. cfg->fault poisons one partial
+ * in pass index 1. */
+enum { R_CALLS, R_MAX, R_MIN, R_UNTOUCHED_MAX, R_UNTOUCHED_MIN, R_WORKER_MAX, R_WORKER_SUM, R_N };
+static const strata_reduce r_ops[R_N] = {STRATA_REDUCE_SUM, STRATA_REDUCE_MAX, STRATA_REDUCE_MIN,
+                                         STRATA_REDUCE_MAX, STRATA_REDUCE_MIN, STRATA_REDUCE_MAX,
+                                         STRATA_REDUCE_SUM};
+static const char *const r_names[R_N] = {"calls", "max", "min", "untouched_max", "untouched_min",
+                                         "worker_max", "worker_sum"};
+
+typedef struct r_cfg {
+  int fault; /* 0 none; 1 +inf into a MAX; 2 -inf into a MIN; 3 NaN into a MAX */
+} r_cfg;
+
+static int r_load(const void *cfg, const strata_setup *setup, strata_problem *p) {
+  (void)cfg, (void)setup;
+  int rc = strata_problem_alloc(p, 1, 1, 1, 0);
+  if (rc) return rc;
+  strata_block *blocks[] = {&p->data[0], &p->resident[0], &p->rotating[0]};
+  for (int i = 0; i < 3; i++) {
+    blocks[i]->len = 12;
+    if (!(blocks[i]->buf = strata_alloc_aligned(12))) return STRATA_ENOMEM;
+    memset(blocks[i]->buf, 0, 12);
+  }
+  p->rotating[0].nrows = 3;
+  p->rotating[0].row_bytes = 4;
+  p->n_examples = 3;
+  return 0;
+}
+
+static int r_schedule(const void *cfg, const strata_setup *setup, const strata_problem *p,
+                      strata_schedule *s) {
+  (void)cfg, (void)p;
+  return strata_schedule_diagonal(s, setup->workers, 1);
+}
+
+static int r_init(const void *cfg, const strata_setup *setup, const void *meta, size_t len,
+                  void **state) {
+  (void)setup, (void)meta, (void)len;
+  *state = (void *)cfg;
+  return 0;
+}
+
+static int r_compute(void *state, const strata_task_view *tv, double *partials) {
+  const r_cfg *cfg = state;
+  double v = tv->pass * 10 + tv->chunk;
+  partials[R_CALLS] += 1;
+  partials[R_MAX] = fmax(partials[R_MAX], v);
+  partials[R_MIN] = fmin(partials[R_MIN], v);
+  partials[R_WORKER_MAX] = fmax(partials[R_WORKER_MAX], 0);
+  partials[R_WORKER_SUM] += 0;
+  /* In the pass's last call: a later fmax would drop the NaN. */
+  if (tv->pass == 1 && tv->chunk == 3) {
+    if (cfg->fault == 1) partials[R_MAX] = INFINITY;
+    if (cfg->fault == 2) partials[R_MIN] = -INFINITY;
+    if (cfg->fault == 3) partials[R_MAX] = strata_reduce_apply(STRATA_REDUCE_MAX, partials[R_MAX], NAN);
+  }
+  return 0;
+}
+
+static void r_objectives(const void *cfg, const strata_problem *p, const double *partials,
+                         double *values) {
+  (void)cfg, (void)p;
+  memcpy(values, partials, R_N * sizeof *values);
+}
+
+static const strata_app r_app = {.name = "reduce",
+                                 .n_partials = R_N,
+                                 .partial_reduce = r_ops,
+                                 .n_objectives = R_N,
+                                 .objective_names = r_names,
+                                 .config_size = sizeof(r_cfg),
+                                 .load = r_load,
+                                 .schedule = r_schedule,
+                                 .worker_init = r_init,
+                                 .compute = r_compute,
+                                 .objectives = r_objectives};
+
+/* Serial runs: every compute call (empty chunks included) sees the array
+ * its pass started with at the identities; untouched MAX/MIN partials stay
+ * infinite without ending the run; +inf in a MAX, -inf in a MIN or a NaN
+ * does end it. */
+static void test_serial_max_min_partials(void **state) {
+  (void)state;
+  r_cfg cfg = {0};
+  strata_engine_opts o = {.mode = STRATA_MODE_SERIAL, .depth = 4, .passes = 3, .seed = 1};
+  strata_run_result r;
+  memset(&r, 0, sizeof r);
+  int rc = strata_engine_run(&r_app, &cfg, &o, NULL, &r);
+  if (rc) print_message("engine: %s\n", strata_err_msg());
+  assert_int_equal(rc, 0);
+  for (int p = 0; p < 3; p++) {
+    const double *ob = r.per_pass[p].objectives;
+    assert_int_equal(r.per_pass[p].pass, p);
+    assert_true(ob[R_CALLS] == 4);
+    assert_true(ob[R_MAX] == p * 10 + 3);
+    assert_true(ob[R_MIN] == p * 10);
+    assert_true(ob[R_UNTOUCHED_MAX] == -INFINITY);
+    assert_true(ob[R_UNTOUCHED_MIN] == INFINITY);
+    assert_true(ob[R_WORKER_MAX] == 0 && ob[R_WORKER_SUM] == 0);
+  }
+  strata_run_result_close(&r);
+
+  const char *const want[] = {"max is infinite", "min is infinite", "max is nan"};
+  for (int f = 1; f <= 3; f++) {
+    cfg.fault = f;
+    memset(&r, 0, sizeof r);
+    assert_int_equal(strata_engine_run(&r_app, &cfg, &o, NULL, &r), STRATA_EDIVERGED);
+    if (!strstr(strata_err_msg(), want[f - 1]))
+      fail_msg("fault %d: '%s' does not say '%s'", f, strata_err_msg(), want[f - 1]);
+    assert_non_null(strstr(strata_err_msg(), "diverged at pass 2"));
+    assert_null(strstr(strata_err_msg(), "untouched"));
+    strata_run_result_close(&r);
+    strata_err_clear();
+  }
+}
+
+/* The coordinator's aggregation of three workers' reports, in report
+ * order 2, 0, 1: MAX and MIN partials are not summed, untouched ones stay
+ * at their identities, and the next pass starts from the identities. */
+static void test_aggregate_reduces_workers(void **state) {
+  (void)state;
+  strata_engine_opts o = {.mode = STRATA_MODE_SCHEDULED, .passes = 2};
+  strata_problem prob = {.n_examples = 1};
+  strata_run_result r;
+  memset(&r, 0, sizeof r);
+  strata__agg agg = {.app = &r_app, .cfg = NULL, .opts = &o,
+                     .setup = {.workers = 3, .strata = 3, .depth = 1, .passes = 2, .worker = -1},
+                     .prob = &prob, .res = &r, .lag = 2};
+  assert_int_equal(strata__agg_open(&agg), 0);
+  strata__agg_start(&agg);
+  assert_int_equal(strata__agg_decide_first(&agg), 0);
+  for (int pass = 0; pass < 2; pass++) {
+    for (int k = 0; k < 3; k++) {
+      int w = (k + 2) % 3;
+      pass_report rep;
+      strata__report_begin(&rep, pass, w);
+      strata_partials_init(&r_app, rep.partials);
+      rep.partials[R_CALLS] = 10 + w;
+      rep.partials[R_MAX] = pass ? -w : 100 * w;
+      rep.partials[R_MIN] = pass ? -w : 100 * w;
+      rep.partials[R_WORKER_MAX] = w;
+      rep.partials[R_WORKER_SUM] = w;
+      assert_int_equal(strata__agg_report(&agg, &rep), 0);
+    }
+    const double *ob = r.per_pass[pass].objectives;
+    assert_int_equal(r.per_pass[pass].pass, pass);
+    assert_true(ob[R_CALLS] == 33);
+    assert_true(ob[R_MAX] == (pass ? 0 : 200));
+    assert_true(ob[R_MIN] == (pass ? -2 : 0));
+    assert_true(ob[R_UNTOUCHED_MAX] == -INFINITY && ob[R_UNTOUCHED_MIN] == INFINITY);
+    assert_true(ob[R_WORKER_MAX] == 2);
+    assert_true(ob[R_WORKER_SUM] == 3);
+  }
+  assert_int_equal(strata__agg_finish(&agg), 0);
+  strata__agg_close(&agg);
+  strata_run_result_close(&r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_serial_run_converges, setup, teardown),
@@ -619,6 +834,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_model_out_in_missing_dir, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bad_synth_spec, setup, teardown),
       cmocka_unit_test_setup_teardown(test_result_close_on_zeroed, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_reduce_ops, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_serial_max_min_partials, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_aggregate_reduces_workers, setup, teardown),
   };
   return cmocka_run_group_tests_name("engine", tests, NULL, NULL);
 }

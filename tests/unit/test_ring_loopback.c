@@ -110,7 +110,7 @@ static int ring_evaluate(void *state, const strata_task_view *tv, double *partia
 
 static int take_report(void *ud, const pass_report *rep) {
   wctx *c = ud;
-  if (rep->pass != ++c->reports) failf(c, "worker %d: report of pass %d out of order", c->w.me, rep->pass);
+  if (rep->pass + 1 != ++c->reports) failf(c, "worker %d: report of pass %d out of order", c->w.me, rep->pass);
   return 0;
 }
 

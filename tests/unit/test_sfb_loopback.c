@@ -243,6 +243,8 @@ static void failf(wctx *c, const char *fmt, ...) {
 
 /* ---- the apps ------------------------------------------------------------ */
 
+/* Every data block here is empty (len 0): an empty minibatch still reaches
+ * compute, once per clock, its view's clock that clock. */
 static int sf_compute(void *state, const strata_task_view *tv, double *partials) {
   wctx *c = state;
   const sfb_case *k = c->k;
@@ -250,9 +252,10 @@ static int sf_compute(void *state, const strata_task_view *tv, double *partials)
   if (!tv->factors) failf(c, "worker %d clock %d: compute got no factor set", me, g);
   if (tv->pass != g / C || tv->subepoch != g % C || tv->ids.data != (g % C) * k->cf.P + me ||
       tv->ids.resident != me || tv->ids.rotating != 0 || tv->rotating != &c->w.rot[0] ||
-      tv->row_lo != 0 || tv->row_hi != D || tv->chunk != 0)
-    failf(c, "worker %d clock %d: task view pass %d sub-epoch %d data %d rows [%u, %u)", me, g,
-          tv->pass, tv->subepoch, tv->ids.data, tv->row_lo, tv->row_hi);
+      tv->row_lo != 0 || tv->row_hi != D || tv->chunk != 0 || tv->clock != g)
+    failf(c, "worker %d clock %d: task view pass %d sub-epoch %d data %d rows [%u, %u) clock %lld",
+          me, g, tv->pass, tv->subepoch, tv->ids.data, tv->row_lo, tv->row_hi,
+          (long long)tv->clock);
   log_push(&c->log, (ev){EV_COMPUTE, -1, g, 0});
   const float *W = tv->rotating->buf;
   if (k->sim && memcmp(W, k->sim + ((size_t)me * (k->T + 1) + g) * D * J, sizeof(float) * D * J))
@@ -267,7 +270,7 @@ static int sf_compute(void *state, const strata_task_view *tv, double *partials)
 static int sf_evaluate(void *state, const strata_task_view *tv, double *partials) {
   wctx *c = state;
   log_push(&c->log, (ev){EV_EVAL, -1, tv->pass, 0});
-  if (tv->pass < 0 || tv->pass >= c->k->cf.passes)
+  if (tv->pass < 0 || tv->pass >= c->k->cf.passes || tv->clock != -1)
     failf(c, "worker %d: evaluate of pass %d", c->w.me, tv->pass);
   else
     memcpy(c->snap + (size_t)tv->pass * D * J, tv->rotating->buf, sizeof(float) * D * J);
@@ -330,7 +333,7 @@ static const strata_app real_app = {.name = "sfbreal",
 
 static int take_report(void *ud, const pass_report *rep) {
   wctx *c = ud;
-  if (rep->pass != ++c->reports || rep->worker != c->w.me || c->reports > c->k->passes) {
+  if (rep->pass + 1 != ++c->reports || rep->worker != c->w.me || c->reports > c->k->passes) {
     failf(c, "worker %d: report of pass %d (worker %d) out of order", c->w.me, rep->pass,
           rep->worker);
     return 0;
@@ -338,7 +341,7 @@ static int take_report(void *ud, const pass_report *rep) {
   if (rep->partials[0] != c->k->cf.C || rep->partials[1] != 1)
     failf(c, "worker %d pass %d: %g computes and %g evaluations", c->w.me, rep->pass,
           rep->partials[0], rep->partials[1]);
-  c->stats[rep->pass - 1] = rep->stats;
+  c->stats[rep->pass] = rep->stats;
   return 0;
 }
 
