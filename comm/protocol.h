@@ -44,6 +44,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "comm/transport.h"
 #include "strata/app.h"
 #include "strata/engine.h"
 #include "strata/transport.h"
@@ -121,11 +122,6 @@ static inline void strata__report_begin(pass_report *rep, int pass, int worker) 
 int strata__setup_blocks(const strata_schedule *s, int w, int all_rot, strata_block *data,
                          strata_block *eval, strata_block *res, strata_block *rot,
                          strata_block **out, size_t *total);
-
-/* Waits on n requests as strata_comm_wait_all_idle does, and also ends
- * with STRATA_EINTR ("who: interrupted by signal N") on SIGINT or SIGTERM:
- * the coordinator's waits, on the main thread. */
-int strata__comm_wait_signals(const strata_transport *t, strata_req *reqs, int n, const char *who);
 
 /* Tag of chunk c of rotating block r. */
 static inline int strata__chunk_tag(const strata_transport *t, int r, int c, int depth) {
