@@ -66,7 +66,8 @@ typedef struct strata_transport {
 STRATA_EXPORT int strata_comm_init(int *argc, char ***argv, strata_transport *t);
 /* Finalises MPI. Every rank must call it for a clean exit. */
 STRATA_EXPORT void strata_comm_finalize(strata_transport *t);
-/* Ends the whole job at once (a worker failed mid-run and peers would block). */
+/* Ends the whole job at once (MPI_Abort): the last resort when a failure
+ * could not be ended on every rank (strata_run_result.peers_blocked). */
 STRATA_EXPORT void strata_comm_abort(strata_transport *t, int code);
 
 /* Spins on test until the request completes (critical-path waits). */
