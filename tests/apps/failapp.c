@@ -15,7 +15,8 @@
  * (injected)", as STRATA_EINVAL (exit code 1) or, with --fail-code
  * diverged, STRATA_EDIVERGED (exit code 3). --fail-in alloc instead makes
  * the next allocation of the engine on that worker fail once compute has
- * run (an engine failure, out of memory, rather than the app's).
+ * run (an engine failure, out of memory, rather than the app's), and
+ * --fail-in coordinator the next one on rank 0 once pass N is summed.
  */
 #include <stddef.h>
 #include <string.h>
@@ -39,13 +40,14 @@ static const strata_option fail_options[] = {
     {"samples", 0, STRATA_OPT_INT, OPT(samples), "240", "N", 1, 1000000, NULL, "sf: examples", NULL},
     {"minibatch", 0, STRATA_OPT_INT, OPT(minibatch), "20", "K", 1, 100000, NULL,
      "sf: examples per worker per clock", NULL},
-    {"fail-worker", 0, STRATA_OPT_INT, OPT(fail_worker), "-1", "W", -1, 100000, NULL,
-     "the worker that fails (-1: none)", NULL},
+    {"fail-worker", 0, STRATA_OPT_INT, OPT(fail_worker), "-1", "W", -2, 100000, NULL,
+     "the worker that fails (-1: none, -2: every worker)", NULL},
     {"fail-pass", 0, STRATA_OPT_INT, OPT(fail_pass), "1", "N", 1, 1000000, NULL,
      "the pass it fails in (1-based)", NULL},
     {"fail-in", 0, STRATA_OPT_CHOICE, OPT(fail_in), "compute", "CALLBACK", 0, 0,
-     "compute|evaluate|worker_init|block_objective|clock_end|alloc",
-     "where it fails (alloc: the engine's next allocation after compute)", NULL},
+     "compute|evaluate|worker_init|block_objective|clock_end|alloc|coordinator",
+     "where it fails (alloc: the engine's next allocation after compute; coordinator: rank "
+     "0's next allocation once pass N is summed, whatever --fail-worker says)", NULL},
     {"fail-code", 0, STRATA_OPT_CHOICE, OPT(fail_code), "runtime", "CODE", 0, 0, "runtime|diverged",
      "runtime: STRATA_EINVAL (exit code 1); diverged: STRATA_EDIVERGED (3)", NULL},
     {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
@@ -59,7 +61,8 @@ typedef struct fail_worker {
 /* Whether `where` fails on this worker in pass `pass` (0-based); if so
  * returns the error, with its message. */
 static int injected(const fail_config *cfg, int me, const char *where, int pass) {
-  if (me != cfg->fail_worker || strcmp(cfg->fail_in, where) != 0 || pass + 1 != cfg->fail_pass)
+  if ((me != cfg->fail_worker && cfg->fail_worker != -2) || strcmp(cfg->fail_in, where) != 0 ||
+      pass + 1 != cfg->fail_pass)
     return 0;
   int code = strcmp(cfg->fail_code, "diverged") == 0 ? STRATA_EDIVERGED : STRATA_EINVAL;
   return strata_err_set(code, "%s failed at pass %d (injected)", where, pass + 1);
@@ -96,7 +99,8 @@ static void fail_worker_free(void *state) { strata_free(state); }
 /* compute's injections: its own failure, or the engine's next allocation. */
 static int compute_fails(fail_worker *w, int pass) {
   const fail_config *cfg = w->cfg;
-  if (w->me == cfg->fail_worker && pass + 1 == cfg->fail_pass && !w->alloc_armed &&
+  if ((w->me == cfg->fail_worker || cfg->fail_worker == -2) && pass + 1 == cfg->fail_pass &&
+      !w->alloc_armed &&
       strcmp(cfg->fail_in, "alloc") == 0) {
     w->alloc_armed = 1;
     strata_alloc_fail_after(1);
@@ -117,10 +121,15 @@ static int fail_block_objective(void *state, int pass, strata_block_kind kind, i
 
 static const char *const fail_objective_names[] = {"total"};
 
-static void fail_objectives(const void *cfg, const strata_problem *prob, const double *p,
+/* Rank 0 sums every pass in order, calling this once per pass. */
+static void fail_objectives(const void *vcfg, const strata_problem *prob, const double *p,
                             double *values) {
-  (void)cfg, (void)prob;
+  const fail_config *cfg = vcfg;
+  static int passes_summed;
+  (void)prob;
   values[0] = p[0];
+  if (++passes_summed == cfg->fail_pass && strcmp(cfg->fail_in, "coordinator") == 0)
+    strata_alloc_fail_after(1);
 }
 
 /* ---- sum ---------------------------------------------------------------- */

@@ -12,7 +12,8 @@
 # Cases: compute on worker 2 in every mode (sum: scheduled, bsp, ssp, essp,
 # async, absp; sf: sfb); worker_init on worker 0 (set-up); evaluate,
 # block_objective and an sf app's clock_end; the last pass; the engine out
-# of memory; a divergence's exit code 3; serial mode.
+# of memory on a worker, and on rank 0; every worker at once; a
+# divergence's exit code 3; serial mode.
 . "$(dirname "$0")/common.sh"
 : "${STRATA_FAILAPP:?STRATA_FAILAPP must be set}"
 # Open MPI keeps allocations past exit that LeakSanitizer would report as
@@ -107,6 +108,12 @@ run_case 1 "$P sum: worker 2: evaluate failed at pass 3 (injected)" sum --mode s
 # The engine itself failing on a worker: out of memory after compute.
 run_case 1 "$P sum: worker 2: *out of memory*" sum --mode scheduled \
   --fail-worker 2 --fail-pass 2 --fail-in alloc
+# Every worker failing at once: rank 0 prints the first report only.
+run_case 1 "$P sum: worker ?: compute failed at pass 2 (injected)" sum --mode scheduled \
+  --fail-worker -2 --fail-pass 2
+# Rank 0 itself failing mid-run (out of memory after pass 2 is summed) calls
+# the run off the same way.
+run_case 1 "$P sum: *out of memory*" sum --mode ssp --fail-pass 2 --fail-in coordinator
 # The failure's own exit code reaches every rank.
 run_case 3 "$P sum: worker 1: compute failed at pass 1 (injected)" sum --mode ssp \
   --fail-worker 1 --fail-code diverged
