@@ -1,7 +1,9 @@
 /*
  * The program layer shared by every strata executable (see driver.h): rank 0
- * echoes the configuration, progress and the summary; a worker prints only
- * an error of its own; every rank exits with the same code.
+ * echoes the configuration, progress and the summary, and prints every
+ * failure, a worker's included (the engine brings its message to rank 0); a
+ * worker prints only an error rank 0 could not be told of; every rank exits
+ * with the same code.
  */
 #include <math.h>
 #include <stdio.h>
@@ -232,7 +234,7 @@ int strata__driver_main(const strata_app *app, const strata__driver *d, int argc
   char title[64];
   snprintf(title, sizeof title, "%s options", app->name);
   groups[1].title = title;
-  int help = 0;
+  int help = 0, blocked = 0;
   strata_run_result result;
   memset(&result, 0, sizeof result);
   if (!cfg) {
@@ -296,25 +298,30 @@ int strata__driver_main(const strata_app *app, const strata__driver *d, int argc
     if (!rc && co.eng.model_out && !co.quiet)
       fprintf(stderr, "model written to %s/\n", co.eng.model_out);
   }
-  /* Everyone leaves with rank 0's verdict once the workers are through. */
+  /* A failure during the run has ended it on every rank already (the
+   * engine calls the run off: rank 0 has the failing worker's message, the
+   * workers the code with an empty message). Otherwise everyone leaves
+   * with rank 0's verdict once the workers are through. */
+  blocked = result.peers_blocked;
   if (!serial && ((t.rank == 0 && result.workers_done) || (t.rank > 0 && rc == 0))) {
     if (t.rank == 0 && rc) fprintf(stderr, "%s: %s\n", d->prog, strata_err_msg());
     int final = strata_engine_finish(&t, rc);
+    /* The verdict did not travel (a worker's own message says why). */
+    if (t.rank == 0 ? final != rc : final && strata_err_msg()[0]) blocked = 1;
     if (t.rank == 0 && rc) strata_err_clear(); /* already printed */
     rc = final;
   }
 out:
   if (rc && strata_err_msg()[0] && (t.rank == 0 || rc != STRATA_EUSAGE))
     fprintf(stderr, "%s: %s%s\n", d->prog, t.rank ? "worker: " : "", strata_err_msg());
-  int peers_blocked = result.peers_blocked;
-  strata_run_result_close(&result);
-  strata_free(cfg);
-  /* A failure in the middle of the passes can leave peers blocked on a
-   * block that will never come: only then end the whole job at once. */
-  if (rc && (peers_blocked || rc == STRATA_ECOMM || rc == STRATA_EINTR)) {
+  /* The last resort: peers may wait for this rank forever, and MPI may
+   * still write into its buffers, so end the whole job before freeing. */
+  if (rc && blocked) {
     fflush(NULL);
     strata_comm_abort(&t, exit_code(rc));
   }
+  strata_run_result_close(&result);
+  strata_free(cfg);
   strata_comm_finalize(&t);
   return exit_code(rc);
 }

@@ -31,7 +31,8 @@ enum { SLOT_FREE = 0, SLOT_SEND, SLOT_RECV };
 typedef struct lb_slot {
   uint32_t gen;  /* bumped at every reuse, so a stale handle is caught */
   int kind;
-  int matched;   /* receives: a message has landed in buf */
+  int matched;   /* receives: a message has landed in buf, or it was cancelled */
+  int cancelled; /* receives: taken back before any message reached it */
   uint64_t ready; /* sends: this endpoint's call count from which it is complete */
   void *buf;
   size_t len;
@@ -291,7 +292,7 @@ static int finish(lb_endpoint *e, strata_req *req, int *done) {
   lb_slot *s = &e->slots[i];
   *done = s->kind == SLOT_SEND ? e->calls >= s->ready : s->matched;
   if (!*done) return 0;
-  if (s->kind == SLOT_RECV && s->got != s->len)
+  if (s->kind == SLOT_RECV && !s->cancelled && s->got != s->len)
     rc = strata_err_set(STRATA_ECOMM, "message from rank %d (tag %d) has %zu bytes, expected %zu",
                         s->src, s->tag, s->got, s->len);
   slot_release(e, i);
@@ -326,6 +327,25 @@ static int lb_test_all(void *impl, strata_req *reqs, int n, int *all) {
     int done = 0, r = finish(e, &reqs[i], &done);
     if (!rc) rc = r;
     if (!done) *all = 0;
+  }
+  pthread_mutex_unlock(&e->hub->mu);
+  return rc;
+}
+
+/* MPI's rule: a receive still waiting for its message is taken back; one
+ * that has its message, and a send, go on as they are. */
+static int lb_cancel(void *impl, strata_req *req) {
+  lb_endpoint *e = impl;
+  if (req->h == 0) return 0;
+  pthread_mutex_lock(&e->hub->mu);
+  int i = 0, rc = slot_of(e, req->h, &i);
+  for (int k = 0; !rc && k < e->n_posted; k++) {
+    if (e->posted[k] != i) continue;
+    memmove(e->posted + k, e->posted + k + 1, (size_t)(e->n_posted - k - 1) * sizeof *e->posted);
+    e->n_posted--;
+    e->slots[i].matched = 1;
+    e->slots[i].cancelled = 1;
+    break;
   }
   pthread_mutex_unlock(&e->hub->mu);
   return rc;
@@ -398,7 +418,8 @@ int strata_loopback_endpoint(strata_loopback *lb, int rank, strata_transport *t)
                           .irecv = lb_irecv,
                           .test = lb_test,
                           .test_all = lb_test_all,
-                          .poll = lb_poll};
+                          .poll = lb_poll,
+                          .cancel = lb_cancel};
   return 0;
 }
 

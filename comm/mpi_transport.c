@@ -68,6 +68,14 @@ static int check_len(const strata_req *req, const MPI_Status *st) {
   return 0;
 }
 
+/* A receive that was cancelled completed without a message: nothing to
+ * check. */
+static int check_done(const strata_req *req, const MPI_Status *st) {
+  int cancelled = 0;
+  if (req->expect) MPI_Test_cancelled(st, &cancelled);
+  return cancelled ? 0 : check_len(req, st);
+}
+
 static int mpi_test(void *impl, strata_req *req, int *done) {
   (void)impl;
   *done = 1;
@@ -80,7 +88,7 @@ static int mpi_test(void *impl, strata_req *req, int *done) {
     *done = 0;
     return 0;
   }
-  int rc = check_len(req, &st);
+  int rc = check_done(req, &st);
   req->h = 0;
   return rc;
 }
@@ -112,7 +120,7 @@ static int mpi_test_all(void *impl, strata_req *reqs, int n, int *all) {
   }
   for (int j = 0; j < outcount && outcount != MPI_UNDEFINED; j++) {
     strata_req *q = &reqs[map[idx[j]]];
-    if (!rc) rc = check_len(q, &st[j]);
+    if (!rc) rc = check_done(q, &st[j]);
     q->h = 0;
   }
   *all = outcount != MPI_UNDEFINED && outcount == live;
@@ -156,6 +164,14 @@ static int mpi_poll(void *impl, int tag, int *got, int *src, void **buf, size_t 
   return 0;
 }
 
+static int mpi_cancel(void *impl, strata_req *req) {
+  (void)impl;
+  if (req->h == 0 || req->expect == 0) return 0;
+  MPI_Request r = unpack_req(req->h);
+  int err = MPI_Cancel(&r);
+  return err == MPI_SUCCESS ? 0 : mpi_fail("MPI_Cancel", err);
+}
+
 int strata_comm_init(int *argc, char ***argv, strata_transport *t) {
   int provided = 0;
   memset(t, 0, sizeof *t);
@@ -177,6 +193,7 @@ int strata_comm_init(int *argc, char ***argv, strata_transport *t) {
   t->test = mpi_test;
   t->test_all = mpi_test_all;
   t->poll = mpi_poll;
+  t->cancel = mpi_cancel;
   return 0;
 }
 

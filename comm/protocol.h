@@ -35,8 +35,36 @@
  * At the end with --model-out, worker -> coordinator TAG_EXPORT: owned
  * resident blocks by id, then rotating blocks held in the last sub-epoch;
  * worker 0 then sends the global block (TAG_GLOBAL).
+ * Then each worker, through (passes, tables left, model sent), sends an
+ * empty TAG_DONE: until every worker's is in, a worker may still fail and
+ * the coordinator listens for it.
  * Last, coordinator -> each worker TAG_FINAL: int32 exit status of the run
  * as rank 0 saw it after writing its outputs (strata_engine_finish).
+ *
+ * Failure. A failure before shipping reaches the workers as the set-up
+ * header's status. After that, the coordinator listens for TAG_FAIL in
+ * every wait, and the run ends in two phases, with no MPI_Abort:
+ *   - a worker that fails on its own sends rank 0 TAG_FAIL, a fail_report
+ *     with its code and message (once), and waits for the verdict;
+ *   - rank 0 makes the first report its error ("worker W: message"), or
+ *     takes a failure of its own, and sends every worker TAG_ABORT, the
+ *     int32 code: the notice that the run is over;
+ *   - every worker's transport watches for the notice (comm/watch.h) in
+ *     every wait, so a worker anywhere in set-up, a pass, the export or
+ *     strata_engine_finish stops: its outstanding receives are cancelled,
+ *     and it answers with its one TAG_FAIL (code 0 unless it failed
+ *     itself), then waits for the verdict;
+ *   - once every worker has answered, no rank posts another receive of
+ *     the run, so sends still outstanding will never be read; rank 0
+ *     settles its own receives and sends each worker TAG_FINAL with the
+ *     code, and every rank frees its buffers and leaves with that code.
+ * Rank 0 gives up on a worker that has not answered after
+ * STRATA__CALL_OFF_S, a worker on a verdict after STRATA__VERDICT_S; only
+ * then (or on a signal, or when rank 0 cannot reach the workers) does the
+ * job end with MPI_Abort. Rank 0 listens until every worker's TAG_DONE is
+ * in, and a worker can fail only before it sends that, so a report always
+ * finds rank 0 listening (a verdict of 0 after a report would mean it did
+ * not: the worker then keeps its own message and code).
  */
 #ifndef STRATA_COMM_PROTOCOL_H
 #define STRATA_COMM_PROTOCOL_H
@@ -44,6 +72,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "comm/transport.h"
 #include "strata/app.h"
 #include "strata/engine.h"
 #include "strata/transport.h"
@@ -64,6 +93,9 @@ enum {
   TAG_CONTROL = 14, /* the verdict and control values of a pass */
   TAG_SFB = 15,     /* sfb: a worker's factors of one clock, to an out-peer */
   TAG_SFB_DRIFT = 16, /* sfb: a sample of a replica's rows, to worker 0 */
+  TAG_FAIL = 17,      /* a worker's failure report, or its answer to TAG_ABORT */
+  TAG_ABORT = 18,     /* the coordinator calls the run off: int32 code */
+  TAG_DONE = 19,      /* a worker is through with the run (empty) */
   TAG_EVAL_BASE = 1000,
   TAG_CHUNK_BASE = 20000
 };
@@ -103,6 +135,31 @@ typedef struct pass_control {
   double ctl[STRATA_MAX_CONTROLS];
 } pass_control;
 
+/* TAG_FAIL: a worker's one message when a run fails (see above). */
+#define STRATA__FAIL_MSG 512
+typedef struct fail_report {
+  int32_t code;   /* the worker's own failure; 0: it stopped on TAG_ABORT */
+  int32_t worker;
+  char msg[STRATA__FAIL_MSG]; /* its message, NUL-terminated, cut to fit */
+} fail_report;
+
+/* Seconds rank 0 waits for every worker's answer to TAG_ABORT, and a worker
+ * that stopped for the verdict (TAG_FINAL), before giving up (then the job
+ * ends with MPI_Abort). A worker notices the notice at its next wait; one
+ * deep in a long compute or a straggler's delay answers late. */
+#define STRATA__CALL_OFF_S 10.0
+#define STRATA__VERDICT_S (STRATA__CALL_OFF_S + 10.0)
+
+/* Sends rank 0 this worker's TAG_FAIL (code, and msg cut to fit; NULL: none)
+ * and waits until it is out, or until `until` (strata_now time). 0, or a
+ * code with a message when it could not go. */
+int strata__fail_send(const strata_transport *t, int worker, int code, const char *msg,
+                      double until);
+/* Waits for the verdict (TAG_FINAL from rank 0) until `until`: 0 with *code,
+ * or STRATA_ECOMM with a message when none came by then or the receive
+ * failed (the receive is settled either way). */
+int strata__verdict_wait(const strata_transport *t, double until, int32_t *code);
+
 /* A zeroed report for pass index `pass` (0-based) of worker `worker`. */
 static inline void strata__report_begin(pass_report *rep, int pass, int worker) {
   memset(rep, 0, sizeof *rep);
@@ -122,10 +179,6 @@ int strata__setup_blocks(const strata_schedule *s, int w, int all_rot, strata_bl
                          strata_block *eval, strata_block *res, strata_block *rot,
                          strata_block **out, size_t *total);
 
-/* Waits on n requests as strata_comm_wait_all_idle does, and also ends
- * with STRATA_EINTR ("who: interrupted by signal N") on SIGINT or SIGTERM:
- * the coordinator's waits, on the main thread. */
-int strata__comm_wait_signals(const strata_transport *t, strata_req *reqs, int n, const char *who);
 
 /* Tag of chunk c of rotating block r. */
 static inline int strata__chunk_tag(const strata_transport *t, int r, int c, int depth) {

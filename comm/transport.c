@@ -1,9 +1,11 @@
 /*
- * Waiting on transport requests (strata/transport.h): spinning on the
- * critical path, the shared back-off wait (core/wait.h) elsewhere.
+ * Waiting on transport requests (strata/transport.h, comm/transport.h):
+ * spinning on the critical path, the shared back-off wait (core/wait.h)
+ * elsewhere, and letting go of receives when a rank leaves a run early.
  */
-#include "comm/protocol.h"
+#include "comm/transport.h"
 #include "core/wait.h"
+#include "strata/core.h"
 #include "strata/transport.h"
 
 int strata_comm_wait(const strata_transport *t, strata_req *req) {
@@ -51,4 +53,40 @@ int strata__comm_wait_signals(const strata_transport *t, strata_req *reqs, int n
   reqs_ctx c = {t, reqs, n};
   strata__wait_conf wc = {.ceiling = STRATA__WAIT_IDLE, .signals = 1, .who = who};
   return strata__wait(test_reqs, &c, &wc);
+}
+
+typedef struct settle_ctx {
+  const strata_transport *t;
+  strata_req *reqs;
+  int n;
+} settle_ctx;
+
+static int receives_left(const settle_ctx *c) {
+  int n = 0;
+  for (int i = 0; i < c->n; i++) n += c->reqs[i].h != 0 && c->reqs[i].expect != 0;
+  return n;
+}
+
+/* Errors are not the point here: a cancelled receive may report one (its
+ * length), and the caller is ending its part in the run anyway. */
+static int settle_poll(void *ctx, int *done, int *progressed) {
+  settle_ctx *c = ctx;
+  int before = receives_left(c), all = 0;
+  if (c->t->test_all(c->t->impl, c->reqs, c->n, &all)) strata_err_clear();
+  int after = receives_left(c);
+  *progressed = after < before;
+  *done = after == 0;
+  return 0;
+}
+
+int strata__comm_cancel(const strata_transport *t, strata_req *reqs, int n, double until) {
+  for (int i = 0; i < n; i++)
+    if (reqs[i].h && reqs[i].expect && t->cancel && t->cancel(t->impl, &reqs[i]))
+      strata_err_clear();
+  settle_ctx c = {t, reqs, n};
+  strata__wait_conf wc = {.ceiling = STRATA__WAIT_PROMPT, .until = until};
+  strata__wait(settle_poll, &c, &wc);
+  if (!receives_left(&c)) return 0;
+  return strata_err_set(STRATA_ECOMM, "%d receive%s still outstanding after cancelling",
+                        receives_left(&c), receives_left(&c) == 1 ? "" : "s");
 }

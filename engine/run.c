@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/wait.h"
 #include "engine/engine.h"
 #include "scheduler/coordinator.h"
 #include "strata/core.h"
@@ -99,6 +100,23 @@ int strata_engine_run(const strata_app *app, void *cfg, const strata_engine_opts
   return rc;
 }
 
+/* A worker's wait in strata_engine_finish: for the verdict (rq[0]), or
+ * for the notice (rq[1]) while it has not been answered. */
+typedef struct verdict_ctx {
+  strata_transport *t;
+  strata_req rq[2];
+  int answered;
+} verdict_ctx;
+
+static int poll_verdict(void *ctx, int *done, int *progressed) {
+  verdict_ctx *c = ctx;
+  int all = 0, had = (c->rq[0].h != 0) + (c->rq[1].h != 0);
+  int rc = c->t->test_all(c->t->impl, c->rq, 2, &all);
+  *progressed = (c->rq[0].h != 0) + (c->rq[1].h != 0) < had;
+  *done = !c->rq[0].h || (!c->rq[1].h && !c->answered);
+  return rc;
+}
+
 int strata_engine_finish(strata_transport *t, int rc) {
   if (!t) return rc;
   int32_t code = rc;
@@ -113,10 +131,25 @@ int strata_engine_finish(strata_transport *t, int rc) {
     }
     return rc ? rc : err;
   }
-  strata_req rq = {0};
-  int err = t->irecv(t->impl, &code, sizeof code, 0, TAG_FINAL, &rq);
-  if (!err) err = strata_comm_wait_idle(t, &rq);
+  /* A worker done with its passes may still be called off (another
+   * worker failed late): it answers the notice, then takes the verdict
+   * that follows (comm/protocol.h, "Failure"). */
+  int32_t notice = 0;
+  verdict_ctx c = {t, {{0}, {0}}, 0};
+  int err = t->irecv(t->impl, &code, sizeof code, 0, TAG_FINAL, &c.rq[0]);
+  if (!err) err = t->irecv(t->impl, &notice, sizeof notice, 0, TAG_ABORT, &c.rq[1]);
+  strata__wait_conf wc = {.ceiling = STRATA__WAIT_IDLE};
+  while (!err && c.rq[0].h) {
+    if ((err = strata__wait(poll_verdict, &c, &wc))) break;
+    if (!c.rq[1].h && !c.answered) {
+      c.answered = 1;
+      err = strata__fail_send(t, t->rank - 1, 0, NULL, strata_now() + STRATA__VERDICT_S);
+    }
+  }
+  /* Neither receive may outlive this frame. */
+  int settled = strata__comm_cancel(t, c.rq, 2, strata_now() + 1);
   if (err) return err;
+  if (settled) return settled;
   /* The coordinator reports its own failure; this rank only follows. */
   if (code) strata_err_clear();
   return code;

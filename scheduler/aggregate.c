@@ -240,8 +240,6 @@ int strata__agg_decide_first(strata__agg *c) {
 /* The run's end after a stop verdict: every worker ran the passes before
  * it; nothing is exported. */
 static int diverged(strata__agg *c) {
-  c->res->peers_blocked = 0;
-  c->res->workers_done = 1;
   return strata_err_set(STRATA_EDIVERGED, "%s", c->diverged);
 }
 

@@ -2,14 +2,18 @@
  * The coordinator (rank 0): loads the problem once, computes the static
  * schedule, ships each worker its blocks, then only listens: one report per
  * worker per pass, from which it prints progress and builds the metrics. It
- * is never between two sub-epochs of a worker.
+ * is never between two sub-epochs of a worker. Every wait also listens for
+ * a worker's failure, and a run that fails once workers depend on this
+ * rank is called off (comm/protocol.h, "Failure").
  */
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/wait.h"
 #include "scheduler/aggregate.h"
 #include "scheduler/coordinator.h"
 #include "strata/core.h"
@@ -33,6 +37,16 @@ typedef struct coord {
   strata__agg agg;
   strata_transport *t;
   reqset ctl_sends;
+  reqset rx; /* receives outstanding: start messages, reports, export blocks */
+  /* The failure protocol: which workers' TAG_FAIL is in, the first failure
+   * reported, and the notices and verdicts of a call-off (2P). */
+  unsigned char *heard;
+  int n_heard;
+  int fail_rc;
+  char fail_msg[STRATA__FAIL_MSG + 32];
+  strata_req *off;
+  int32_t off_code;
+  int called_off;
 } coord;
 
 /* A fresh null slot at the end of the set, or NULL when memory runs out. */
@@ -56,9 +70,124 @@ static int recv_into(strata_transport *t, reqset *rs, strata_block *b, int src, 
   return t->irecv(t->impl, b->buf, b->len, src, tag, rq);
 }
 
-/* The coordinator's waits: the back-off wait, ended by SIGINT/SIGTERM. */
-static int wait_all(strata_transport *t, strata_req *reqs, int n) {
-  return strata__comm_wait_signals(t, reqs, n, "coordinator");
+/* A worker's failure becomes the run's error: "worker W: its message"
+ * (unless the message names the worker already). */
+static void record_failure(coord *c, int w, fail_report *f) {
+  f->msg[sizeof f->msg - 1] = '\0';
+  const char *msg = f->msg[0] ? f->msg : strata_strerror(f->code);
+  char prefix[32];
+  int n = snprintf(prefix, sizeof prefix, "worker %d:", w);
+  if (strncmp(msg, prefix, (size_t)n) == 0)
+    snprintf(c->fail_msg, sizeof c->fail_msg, "%s", msg);
+  else
+    snprintf(c->fail_msg, sizeof c->fail_msg, "worker %d: %s", w, msg);
+  c->fail_rc = f->code;
+}
+
+/* Takes in the workers' TAG_FAIL messages that have come: a report of a
+ * failure, or an answer to the notice. 0, or STRATA_ECOMM for a message
+ * that is not one. */
+static int listen_failures(coord *c) {
+  strata_transport *t = c->t;
+  for (;;) {
+    int got = 0, src = 0;
+    void *buf = NULL;
+    size_t len = 0;
+    int rc = t->poll(t->impl, TAG_FAIL, &got, &src, &buf, &len);
+    if (rc || !got) return rc;
+    int w = src - 1;
+    if (len != sizeof(fail_report) || w < 0 || w >= c->setup.workers) {
+      strata_free(buf);
+      return strata_err_set(STRATA_ECOMM, "coordinator: a failure report of %zu bytes from rank %d",
+                            len, src);
+    }
+    fail_report *f = buf;
+    if (!c->heard[w]) {
+      c->heard[w] = 1;
+      c->n_heard++;
+    }
+    if (f->code && !c->fail_rc) record_failure(c, w, f);
+    strata_free(buf);
+  }
+}
+
+typedef struct coord_wait {
+  coord *c;
+  strata_req *reqs;
+  int n;
+  int call_off; /* waiting for the workers' answers, not for reqs alone */
+} coord_wait;
+
+static int live(const strata_req *reqs, int n) {
+  int k = 0;
+  for (int i = 0; i < n; i++) k += reqs[i].h != 0;
+  return k;
+}
+
+static int poll_coord(void *ctx, int *done, int *progressed) {
+  coord_wait *cw = ctx;
+  coord *c = cw->c;
+  int before = live(cw->reqs, cw->n) - c->n_heard, all = 1;
+  int rc = cw->n ? c->t->test_all(c->t->impl, cw->reqs, cw->n, &all) : 0;
+  if (!rc) rc = listen_failures(c);
+  *progressed = live(cw->reqs, cw->n) - c->n_heard < before;
+  *done = all && (!cw->call_off || c->n_heard == c->setup.workers);
+  if (!rc && !cw->call_off && c->fail_rc) rc = strata_err_set(c->fail_rc, "%s", c->fail_msg);
+  return rc;
+}
+
+/* The coordinator's waits: the back-off wait, ended by SIGINT/SIGTERM and
+ * by a worker's report of a failure (the run's error then). */
+static int wait_all(coord *c, strata_req *reqs, int n) {
+  coord_wait cw = {c, reqs, n, 0};
+  strata__wait_conf wc = {.ceiling = STRATA__WAIT_IDLE, .signals = 1, .who = "coordinator"};
+  return strata__wait(poll_coord, &cw, &wc);
+}
+
+/* Calls the run off (comm/protocol.h, "Failure"): every worker gets the
+ * notice (TAG_ABORT, rc), stops and answers; then this rank's own receives
+ * settle, and every worker that answered gets the verdict (TAG_FINAL, rc).
+ * Returns 0 when every worker answered in time and all settled, so that
+ * the job may end without MPI_Abort. Keeps the run's error message. */
+static int call_off(coord *c, int rc) {
+  strata_transport *t = c->t;
+  int P = c->setup.workers, err = 0;
+  char msg[1024];
+  snprintf(msg, sizeof msg, "%s", strata_err_msg());
+  c->off_code = rc;
+  for (int w = 0; w < P && !err; w++)
+    err = t->isend(t->impl, &c->off_code, sizeof c->off_code, w + 1, TAG_ABORT, &c->off[w]);
+  coord_wait cw = {c, c->off, P, 1};
+  strata__wait_conf wc = {.ceiling = STRATA__WAIT_PROMPT,
+                          .signals = 1,
+                          .who = "coordinator",
+                          .until = strata_now() + STRATA__CALL_OFF_S};
+  if (!err) err = strata__wait(poll_coord, &cw, &wc);
+  int answered = !err && c->n_heard == P && !live(c->off, P);
+  /* Every worker that answered has stopped posting receives: what this
+   * rank still sends will never be read, what it receives must settle. */
+  if (strata__comm_cancel(t, c->rx.r, c->rx.n, strata_now() + 1)) answered = 0;
+  for (int w = 0; w < P && !err; w++)
+    if (c->heard[w])
+      err = t->isend(t->impl, &c->off_code, sizeof c->off_code, w + 1, TAG_FINAL, &c->off[P + w]);
+  cw = (coord_wait){c, c->off + P, P, 0};
+  wc.until = strata_now() + STRATA__CALL_OFF_S;
+  c->fail_rc = 0; /* the error is rc's now */
+  if (!err) err = strata__wait(poll_coord, &cw, &wc);
+  if (err || live(c->off + P, P)) answered = 0;
+  strata_err_set(rc, "%s", msg);
+  return answered ? 0 : STRATA_ECOMM;
+}
+
+/* A failure while workers depend on this rank (from shipping until every
+ * worker is through, peers_blocked): the run is called off, once, unless a
+ * signal ended the wait (the job then ends at once, as the user asked).
+ * peers_blocked stays set when the call-off fails: the caller ends the
+ * job. */
+static void fail_run(coord *c, int rc) {
+  if (!rc || c->called_off || !c->res->peers_blocked || rc == STRATA_EINTR) return;
+  c->called_off = 1;
+  if (!call_off(c, rc)) c->res->peers_blocked = 0;
 }
 
 /* Sends one verdict to every worker. */
@@ -71,19 +200,20 @@ static int publish(void *ud, const pass_control *v) {
 }
 
 /* Waits until every worker is set up, then lets them all begin (protocol.h). */
-static int start_together(strata_transport *t, int P) {
-  char none[1];
+static int start_together(coord *c, int P) {
+  static char none[1];
+  strata_transport *t = c->t;
   reqset rs = {0};
   int rc = 0;
+  c->rx.n = 0;
   for (int w = 0; w < P && !rc; w++) {
-    strata_req *rq = reqset_next(&rs);
+    strata_req *rq = reqset_next(&c->rx);
     rc = rq ? t->irecv(t->impl, none, 0, w + 1, TAG_START, rq)
             : strata_err_set(STRATA_ENOMEM, "coordinator: out of memory");
   }
-  if (!rc) rc = wait_all(t, rs.r, rs.n);
-  rs.n = 0;
+  if (!rc) rc = wait_all(c, c->rx.r, c->rx.n);
   for (int w = 0; w < P && !rc; w++) rc = send_all(t, &rs, none, 0, w + 1, TAG_START);
-  if (!rc) rc = wait_all(t, rs.r, rs.n);
+  if (!rc) rc = wait_all(c, rs.r, rs.n);
   strata_free(rs.r);
   return rc;
 }
@@ -99,7 +229,7 @@ void strata__coordinator_fail(strata_transport *t, int code) {
     reqs[w] = (strata_req){0};
     t->isend(t->impl, &h, sizeof h, w + 1, TAG_HEADER, &reqs[w]);
   }
-  wait_all(t, reqs, P);
+  strata__comm_wait_signals(t, reqs, P, "coordinator");
 }
 
 static int ship(coord *c, strata_transport *t, void *sched_buf, size_t sched_len,
@@ -150,7 +280,14 @@ static int ship(coord *c, strata_transport *t, void *sched_buf, size_t sched_len
                     TAG_BLOCK);
     if (!rc && p->global.len) rc = send_all(t, &rs, p->global.buf, p->global.len, dst, TAG_GLOBAL);
   }
-  if (!rc) rc = wait_all(t, rs.r, rs.n);
+  if (!rc) rc = wait_all(c, rs.r, rs.n);
+  /* Workers may still be reading the bundles: they stop first. */
+  fail_run(c, rc);
+  if (rc && c->res->peers_blocked) {
+    strata_free(rs.r);
+    strata_free(list);
+    return rc; /* the job ends at once: keep what may still be read */
+  }
   strata_free(rs.r);
   for (int w = 0; bundles && w < P; w++) strata_free(bundles[w]);
   strata_free(bundles);
@@ -214,7 +351,6 @@ static int run_coordinator(coord *c, strata_transport *t) {
   size_t sched_len = 0;
   block_desc *desc = NULL;
   pass_report *reps = NULL;
-  strata_req *reqs = NULL;
   int P = c->setup.workers;
   double t0 = strata_now();
   int rc = strata__coordinator_load(c->run, &c->prob, &c->sched);
@@ -238,7 +374,15 @@ static int run_coordinator(coord *c, strata_transport *t) {
   size_t nd = (size_t)p->n_data, ndesc = nd * (h.has_eval ? 2 : 1) + (size_t)p->n_resident +
                                          (size_t)p->n_rotating;
   desc = strata_malloc(ndesc * sizeof *desc);
-  if (!desc) {
+  /* What a call-off needs is there before any worker depends on this
+   * rank: calling a run off allocates nothing (it may be out of memory). */
+  c->heard = strata_calloc((size_t)P, 1);
+  c->off = strata_calloc(2 * (size_t)P, sizeof *c->off);
+  reps = strata_malloc((size_t)P * sizeof *reps);
+  int room = 1;
+  for (int w = 0; w < P && room; w++) room = reqset_next(&c->rx) != NULL;
+  c->rx.n = 0;
+  if (!desc || !c->heard || !c->off || !reps || !room) {
     rc = strata_err_set(STRATA_ENOMEM, "coordinator: out of memory");
     strata__coordinator_fail(t, rc);
     goto done;
@@ -250,65 +394,64 @@ static int run_coordinator(coord *c, strata_transport *t) {
   for (int i = 0; i < p->n_rotating; i++) desc[k++] = (block_desc){p->rotating[i].len, p->rotating[i].nrows, p->rotating[i].row_bytes};
 
   double t1 = strata_now();
-  /* From here until the model is in, workers depend on this rank. */
+  /* From here until every worker is through, workers depend on this rank. */
   c->res->peers_blocked = 1;
   if ((rc = ship(c, t, sched_buf, sched_len, desc, &h))) goto done;
-  if ((rc = start_together(t, P))) goto done;
-  c->t = t;
+  if ((rc = start_together(c, P))) goto done;
   if ((rc = strata__agg_decide_first(&c->agg))) goto done;
   c->res->setup_s = strata_now() - t1;
   strata__agg_start(&c->agg);
-  reps = strata_malloc((size_t)P * sizeof *reps);
-  reqs = strata_calloc((size_t)P, sizeof *reqs);
-  if (!reps || !reqs) {
-    rc = strata_err_set(STRATA_ENOMEM, "coordinator: out of memory");
-    goto done;
-  }
   for (int pass = 0; pass < c->agg.run_passes && !rc; pass++) {
+    c->rx.n = 0;
     for (int w = 0; w < P && !rc; w++)
-      rc = t->irecv(t->impl, &reps[w], sizeof reps[w], w + 1, TAG_REPORT, &reqs[w]);
-    if (!rc) rc = wait_all(t, reqs, P);
+      rc = t->irecv(t->impl, &reps[w], sizeof reps[w], w + 1, TAG_REPORT, reqset_next(&c->rx));
+    if (!rc) rc = wait_all(c, c->rx.r, c->rx.n);
     for (int w = 0; w < P && !rc; w++) rc = strata__agg_report(&c->agg, &reps[w]);
   }
   /* Every verdict has been taken: a worker takes each before its pass. */
-  if (!rc) rc = wait_all(t, c->ctl_sends.r, c->ctl_sends.n);
-  if (!rc) rc = strata__agg_finish(&c->agg);
+  if (!rc) rc = wait_all(c, c->ctl_sends.r, c->ctl_sends.n);
   if (rc) goto done;
-
-  if (c->setup.model_out) {
-    reqset er = {0};
+  /* A stopped run (it diverged) exports nothing; its workers end alike. */
+  int verdict = strata__agg_finish(&c->agg);
+  c->rx.n = 0;
+  if (!verdict && c->setup.model_out) {
     int S = c->sched.n_subepochs;
     for (int w = 0; w < P && !rc; w++) {
       for (int i = 0; i < p->n_resident && !rc; i++)
         if (strata_schedule_resident_owner(&c->sched, i) == w && p->resident[i].len)
-          rc = recv_into(t, &er, &p->resident[i], w + 1, TAG_EXPORT);
+          rc = recv_into(t, &c->rx, &p->resident[i], w + 1, TAG_EXPORT);
       for (int i = 0; i < p->n_rotating && !rc; i++)
         if (strata_schedule_rotating_holder(&c->sched, i, S - 1) == w && p->rotating[i].len)
-          rc = recv_into(t, &er, &p->rotating[i], w + 1, TAG_EXPORT);
+          rc = recv_into(t, &c->rx, &p->rotating[i], w + 1, TAG_EXPORT);
     }
-    if (!rc && p->global.len) rc = recv_into(t, &er, &p->global, 1, TAG_GLOBAL);
-    if (!rc) rc = wait_all(t, er.r, er.n);
-    strata_free(er.r);
-    if (!rc) {
-      c->res->peers_blocked = 0;
-      c->res->workers_done = 1;
-      rc = export_model(c);
-    }
-  } else {
-    c->res->peers_blocked = 0;
-    c->res->workers_done = 1;
+    if (!rc && p->global.len) rc = recv_into(t, &c->rx, &p->global, 1, TAG_GLOBAL);
   }
+  /* Each worker's last message: until then it may still fail (leaving the
+   * tables, say), and its peers may wait for it. */
+  static char none[1];
+  for (int w = 0; w < P && !rc; w++) {
+    strata_req *rq = reqset_next(&c->rx);
+    rc = rq ? t->irecv(t->impl, none, 0, w + 1, TAG_DONE, rq)
+            : strata_err_set(STRATA_ENOMEM, "coordinator: out of memory");
+  }
+  if (!rc) rc = wait_all(c, c->rx.r, c->rx.n);
+  if (rc) goto done;
+  c->res->peers_blocked = 0;
+  c->res->workers_done = 1;
+  rc = verdict ? verdict : export_model(c);
 done:
+  fail_run(c, rc);
   strata_free(sched_buf);
   strata_free(desc);
-  strata_free(reps);
-  strata_free(reqs);
+  /* Reports may still land there when the job could not be ended cleanly
+   * (the caller ends it at once). */
+  if (!(rc && c->res->peers_blocked)) strata_free(reps);
   return rc;
 }
 
 int strata__coordinator_run(const strata__run *run, strata_transport *t, strata_run_result *result) {
   coord c = {.run = run, .app = run->app, .cfg = run->cfg, .opts = run->opts,
-             .setup = run->setup, .res = result};
+             .setup = run->setup, .res = result, .t = t};
   c.agg = (strata__agg){.app = run->app, .cfg = run->cfg, .opts = run->opts, .setup = run->setup,
                         .prob = &c.prob, .res = result, .lag = run->lag,
                         .publish = publish, .publish_ud = &c};
@@ -318,6 +461,9 @@ int strata__coordinator_run(const strata__run *run, strata_transport *t, strata_
   strata_schedule_close(&c.sched);
   strata__agg_close(&c.agg);
   strata_free(c.ctl_sends.r);
+  strata_free(c.rx.r);
+  strata_free(c.heard);
+  strata_free(c.off);
   result->problem = c.prob;
   return rc;
 }

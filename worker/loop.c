@@ -86,7 +86,8 @@ int strata__worker_loop(strata__worker *w) {
   void *be = NULL;
   int rc = b->open(w, &be);
   if (rc) {
-    if (be) b->free(be);
+    if (w->settle) rc = w->settle(w->report_ud, rc);
+    if (be && !w->blocked) b->free(be);
     return rc;
   }
   w->waiting = b->idle;
@@ -122,7 +123,10 @@ int strata__worker_loop(strata__worker *w) {
   if (!rc) rc = b->close(be, w->stopped);
   w->waiting = NULL;
   w->waiting_ctx = NULL;
-  b->free(be);
+  /* A failure ends the run everywhere before the back-end lets go of its
+   * buffers: peers may still be sending into them until then. */
+  if (rc && w->settle) rc = w->settle(w->report_ud, rc);
+  if (!w->blocked) b->free(be);
   if (w->app->sf) strata__sf_close(&fs);
   return rc;
 }

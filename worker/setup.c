@@ -1,15 +1,28 @@
 /*
- * Worker start and end in scheduled mode: receive the set-up from the
- * coordinator, run the passes, send the model back when asked to.
+ * Worker start and end over MPI: receive the set-up from the coordinator,
+ * run the passes, send the model back when asked to, and on a failure end
+ * the run with the coordinator (comm/protocol.h, "Failure").
  */
+#include <stdio.h>
 #include <string.h>
 
+#include "comm/watch.h"
 #include "core/wait.h"
 #include "strata/core.h"
 #include "worker/worker.h"
 
+/* A worker over MPI: w->t is the watched transport; the failure
+ * protocol's own messages go over the transport as given. */
+typedef struct mpi_worker {
+  strata__worker w;
+  const strata_transport *net;
+  strata__watch *watch;
+  int settled;
+  int rc; /* once settled: the code this worker leaves with */
+} mpi_worker;
+
 static int send_report(void *ud, const pass_report *rep) {
-  strata__worker *w = ud;
+  strata__worker *w = &((mpi_worker *)ud)->w;
   strata_req rq = {0};
   /* Reports are small and go out eagerly; waiting here costs nothing. */
   int rc = w->t->isend(w->t->impl, rep, sizeof *rep, 0, TAG_REPORT, &rq);
@@ -20,7 +33,7 @@ static int send_report(void *ud, const pass_report *rep) {
 /* The coordinator's verdict on a pass, waited for without spinning (or,
  * with w->waiting, while doing what the loop must keep doing). */
 static int mpi_control(void *ud, int pass, pass_control *out) {
-  strata__worker *w = ud;
+  strata__worker *w = &((mpi_worker *)ud)->w;
   strata_req rq = {0};
   int rc = w->t->irecv(w->t->impl, out, sizeof *out, 0, TAG_CONTROL, &rq);
   if (rc) return rc;
@@ -169,6 +182,15 @@ static int send_model(strata__worker *w) {
   return rc;
 }
 
+/* The worker is through: nothing it does from here can fail the run. */
+static int send_done(strata_transport *t) {
+  static char none[1];
+  strata_req rq = {0};
+  int rc = t->isend(t->impl, none, 0, 0, TAG_DONE, &rq);
+  if (!rc) rc = strata_comm_wait_idle(t, &rq);
+  return rc;
+}
+
 static int test_one(void *ctx, int *done, int *progressed) {
   void **c = ctx; /* {transport, request} */
   strata_transport *t = c[0];
@@ -193,45 +215,98 @@ static int start_together(strata_transport *t) {
   return rc;
 }
 
+/* The failure protocol, on this worker's side: tells rank 0 of its own
+ * failure (rc) or answers the notice that the run was called off (rc is
+ * STRATA_EPEER then), and waits for the verdict. Every outstanding receive
+ * has settled first, so once this returns the worker may free anything.
+ * Returns the verdict's code with an empty message (rank 0 reports), or rc
+ * with this worker's own message when rank 0 had ended the run without it
+ * (verdict 0) or could not be reached (then w.blocked is set). */
+static int settle(void *ud, int rc) {
+  mpi_worker *m = ud;
+  if (m->settled) return m->rc;
+  m->settled = 1;
+  int code = strata__watch_check(m->watch);
+  int called_off = code && rc == STRATA_EPEER;
+  char own[STRATA__FAIL_MSG];
+  snprintf(own, sizeof own, "%s", called_off ? "" : strata_err_msg());
+  int err = strata__watch_settle(m->watch);
+  double until = strata_now() + STRATA__VERDICT_S;
+  if (!err) err = strata__fail_send(m->net, m->w.me, called_off ? 0 : rc, own, until);
+  int32_t verdict = 0;
+  if (!err) err = strata__verdict_wait(m->net, until, &verdict);
+  if (err) {
+    /* Rank 0 is out of reach: report here, and let the caller end the job. */
+    m->w.blocked = 1;
+    if (called_off) {
+      m->rc = err;
+    } else {
+      m->rc = rc;
+      strata_err_set(rc, "%s", own);
+    }
+  } else if (verdict) {
+    m->rc = verdict;
+    strata_err_clear();
+  } else {
+    m->rc = rc;
+    strata_err_set(rc, "%s", own);
+  }
+  return m->rc;
+}
+
 int strata__worker_main(const strata_app *app, void *cfg, const strata_engine_opts *opts,
                         strata_transport *t, int *own_failure) {
-  strata__worker w;
-  memset(&w, 0, sizeof w);
-  w.app = app;
-  w.cfg = cfg;
-  w.t = t;
-  w.opts = opts;
-  w.me = t->rank - 1;
-  strata_engine_setup(app, opts, t->size - 1, w.me, &w.setup);
-  w.report = send_report;
-  w.report_ud = &w;
-  w.control = mpi_control;
-  setup_header h;
-  memset(&h, 0, sizeof h);
+  mpi_worker m;
+  memset(&m, 0, sizeof m);
+  strata__worker *w = &m.w;
+  w->app = app;
+  w->cfg = cfg;
+  w->opts = opts;
+  w->me = t->rank - 1;
+  strata_engine_setup(app, opts, t->size - 1, w->me, &w->setup);
+  w->report = send_report;
+  w->report_ud = &m;
+  w->control = mpi_control;
+  w->settle = settle;
+  m.net = t;
   *own_failure = 0;
-  int rc = receive_setup(&w, &h);
-  if (rc && h.status && rc == h.status) {
-    /* The coordinator called the run off: nothing is in flight. */
-    strata__worker_close(&w);
-    return rc;
-  }
-  if (!rc) rc = start_together(t);
-  strata__disrupt *dis = NULL;
-  if (!rc && opts->disrupt_prob > 0)
-    rc = strata__disrupt_start(opts->disrupt_prob, opts->disrupt_slot_ms,
-                               opts->seed * 1000003u + (uint64_t)w.me, &dis);
-  if (!rc) rc = strata__worker_loop(&w);
-  strata__disrupt_stop(dis);
-  /* Stopped by the coordinator (the run diverged): nothing to export. */
-  if (!rc && opts->model_out && !w.stopped) rc = send_model(&w);
+  int rc = strata__watch_open(t, 0, TAG_ABORT, &m.watch);
   if (rc) {
-    /* Peers may be blocked on this rank and MPI may still write into its
-     * buffers: keep them, and let the caller end the job. */
+    /* Without a watch this worker cannot follow a call-off. */
     *own_failure = 1;
     return rc;
   }
-  strata__worker_close(&w);
-  return 0;
+  w->t = strata__watch_transport(m.watch);
+  setup_header h;
+  memset(&h, 0, sizeof h);
+  rc = receive_setup(w, &h);
+  if (rc && h.status && rc == h.status) {
+    /* The coordinator called the run off before it began: nothing is in
+     * flight but the notice's receive. */
+    strata__watch_free(m.watch);
+    strata__worker_close(w);
+    return rc;
+  }
+  if (!rc) rc = start_together(w->t);
+  strata__disrupt *dis = NULL;
+  if (!rc && opts->disrupt_prob > 0)
+    rc = strata__disrupt_start(opts->disrupt_prob, opts->disrupt_slot_ms,
+                               opts->seed * 1000003u + (uint64_t)w->me, &dis);
+  if (!rc) rc = strata__worker_loop(w);
+  strata__disrupt_stop(dis);
+  /* Stopped by the coordinator (the run diverged): nothing to export. */
+  if (!rc && opts->model_out && !w->stopped) rc = send_model(w);
+  if (!rc) rc = send_done(w->t);
+  /* The notice may have come as this worker finished: then it answers. */
+  if (!rc) rc = strata__watch_finish(m.watch);
+  if (rc) rc = settle(&m, rc);
+  if (w->blocked) {
+    *own_failure = 1;
+    return rc;
+  }
+  strata__watch_free(m.watch);
+  strata__worker_close(w);
+  return rc;
 }
 void strata__worker_close(strata__worker *w) {
   if (w->state && w->app->worker_free) w->app->worker_free(w->state);

@@ -37,6 +37,14 @@ typedef struct strata__worker {
    * for peers may need this worker's shard to reach the pass summed) */
   int (*waiting)(void *ctx);
   void *waiting_ctx;
+  /* On a failure (rc), before the loop frees anything: ends the run on
+   * every rank (the failure protocol of comm/protocol.h) and returns the
+   * code the worker leaves with; NULL (serial mode): rc stands. Sets
+   * `blocked` when the run could not be ended so: then the worker's
+   * buffers are kept, for MPI may still write into them, and the caller
+   * ends the job. */
+  int (*settle)(void *ud, int rc);
+  int blocked;
   int stopped; /* the loop ended early on a stop verdict */
   /* the pass under way: its start, and the process CPU time then */
   double t_pass, cpu_pass;
@@ -72,9 +80,13 @@ double strata__straggle_ms(int ms, int spin);
 typedef struct strata__disrupt strata__disrupt;
 int strata__disrupt_start(double prob, int slot_ms, uint64_t seed, strata__disrupt **out);
 void strata__disrupt_stop(strata__disrupt *d);
-/* Scheduled mode, ranks >= 1: receive set-up, loop, export. On a failure of
- * its own (not the coordinator calling the run off) sets *own_failure and
- * keeps its buffers: MPI may still write into them and peers may wait. */
+/* Every mode but serial, ranks >= 1: receive set-up, loop, export, on a
+ * transport that watches for the coordinator's notice (comm/watch.h). A
+ * failure, its own or another rank's, ends in the failure protocol of
+ * comm/protocol.h: the worker returns the run's code with an empty message
+ * (rank 0 reports it). Only when that protocol fails does it set
+ * *own_failure, keep its buffers (MPI may still write into them) and
+ * return its own code and message: the caller must end the job. */
 int strata__worker_main(const strata_app *app, void *cfg, const strata_engine_opts *opts,
                         strata_transport *t, int *own_failure);
 /* Frees the worker's blocks, schedule and app state. */

@@ -155,11 +155,14 @@ typedef struct strata_run_result {
   double objectives[STRATA_MAX_OBJECTIVES]; /* of the last pass */
   strata_problem problem; /* as loaded; parameter blocks hold final values
                              when the model was exported, data is freed */
-  int peers_blocked; /* this rank failed while peers may wait on it (rank 0
-                        between shipping and the last export block; a worker
-                        on any failure of its own): the caller must end the
-                        job (strata_comm_abort). Set on every rank. */
-  int workers_done;  /* every worker finished its passes and waits in
+  int peers_blocked; /* the run failed and could not be ended on every rank
+                        (see strata_engine_run): peers may wait for this
+                        rank forever and MPI may still write into its
+                        buffers, so the caller must end the job at once
+                        (strata_comm_abort) before releasing the result.
+                        Set on every rank; 0 after every clean end. */
+  int workers_done;  /* rank 0: every worker is through with the run (it
+                        sent its last message) and waits in
                         strata_engine_finish for the verdict */
   /* sfb: the partial-broadcast topology: Q out-peers per worker (peers[p * Q
    * + j], strata_malloc'd), its diameter tau (the clocks an update's effect
@@ -170,12 +173,25 @@ typedef struct strata_run_result {
 } strata_run_result;
 
 /*
- * Runs app on this rank. t is the MPI transport (scheduled mode) or NULL
- * (serial mode). result (zeroed by the caller) receives the metrics on
- * rank 0, and peers_blocked on every rank; release it with strata_run_result_close. Returns 0, or a negative
- * code with strata_err_msg() set on the rank that detected the problem. A
- * worker told by the coordinator that the run failed before it began returns
- * the coordinator's code with an empty message (the coordinator reports it).
+ * Runs app on this rank. t is the MPI transport (every mode but serial) or
+ * NULL (serial mode). result (zeroed by the caller) receives the metrics on
+ * rank 0, and peers_blocked on every rank; release it with
+ * strata_run_result_close. Returns 0 or a negative code.
+ *
+ * A failure ends the run on every rank, and rank 0 reports it: an app
+ * callback or the engine failing on a worker, or rank 0 failing, during
+ * set-up, the passes or the export. Rank 0 returns the code with the
+ * failing rank's message in strata_err_msg() ("worker 2: compute failed
+ * ...": a worker's message is sent to rank 0); every worker returns the same
+ * code with an empty message, its buffers released, all messages of the
+ * run settled, so every rank can print (rank 0 only), call
+ * strata_comm_finalize and exit with one code, with no MPI_Abort. A worker
+ * that has returned 0 may still learn of a late failure in
+ * strata_engine_finish, which then returns the code. The exceptions set
+ * peers_blocked: rank 0 stopped by SIGINT or SIGTERM (STRATA_EINTR), a
+ * worker that did not stop within some seconds of being told (one deep in
+ * a long compute), or ranks that cannot reach each other; a worker then
+ * returns its own message, if any.
  */
 STRATA_EXPORT int strata_engine_run(const strata_app *app, void *cfg,
                                     const strata_engine_opts *opts, strata_transport *t,
@@ -186,10 +202,13 @@ STRATA_EXPORT void strata_run_result_close(strata_run_result *r);
 /*
  * Gives every rank one verdict, so all exit alike even when rank 0 fails
  * after the passes (writing the model or metrics). Rank 0 calls it with its
- * final code once its outputs are written, when result.workers_done is set;
- * a worker calls it after strata_engine_run returned 0 and gets rank 0's
- * code (with an empty message: rank 0 reports). Serial mode (t NULL) returns
- * rc unchanged.
+ * final code once its outputs are written, when result.workers_done is set
+ * (and returns rc, or the error of sending when rc is 0); a worker calls it
+ * after strata_engine_run returned 0 and gets rank 0's code with an empty
+ * message (rank 0 reports), also when another worker failed late and the
+ * run was called off while this one waited. A worker's own failure to get
+ * the verdict comes with a message. Serial mode (t NULL) returns rc
+ * unchanged.
  */
 STRATA_EXPORT int strata_engine_finish(strata_transport *t, int rc);
 

@@ -8,8 +8,13 @@
  * --model-out, and one exit code on every rank:
  *   0 ok, 1 runtime error, 2 usage error, 3 the run diverged.
  * A failure on any rank (an app callback returning an error on worker 2,
- * say) is printed once, by rank 0, with that rank's own message, and every
- * rank exits with the same code.
+ * say, or the engine running out of memory there) is printed once, by
+ * rank 0, with that rank's own message ("PROGRAM: worker 2: MESSAGE"), and
+ * every rank exits with the same code, in every mode: the engine calls the
+ * run off on every rank (strata/engine.h), and the job ends without
+ * MPI_Abort. Only when that cannot be done (a signal to rank 0, a worker that
+ * does not stop within seconds, ranks that cannot reach each other) is the
+ * job ended with MPI_Abort.
  *
  * It calls MPI_Init and MPI_Finalize itself (through the transport): call it
  * from main() and return what it returns, with no MPI calls around it.

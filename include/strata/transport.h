@@ -47,6 +47,15 @@ typedef struct strata_transport {
    * from one rank with one tag arrive in the order they were sent. Used by
    * the parameter-server tables, whose requests come from anyone. */
   int (*poll)(void *impl, int tag, int *got, int *src, void **buf, size_t *len);
+  /* Asks that an outstanding receive be called off: one no message has
+   * matched yet completes without one (test then reports it done, with no
+   * error, and nothing lands in its buffer); one already matched completes
+   * as usual. Either way it must still be tested until done, and only then
+   * may its buffer go. A send is left as it is (MPI cannot take one back):
+   * it completes when its receiver takes it, if ever. At most once per
+   * request (Open MPI crashes on a second cancel). NULL in a transport that
+   * cannot cancel. */
+  int (*cancel)(void *impl, strata_req *req);
 } strata_transport;
 
 /*
@@ -57,7 +66,8 @@ typedef struct strata_transport {
 STRATA_EXPORT int strata_comm_init(int *argc, char ***argv, strata_transport *t);
 /* Finalises MPI. Every rank must call it for a clean exit. */
 STRATA_EXPORT void strata_comm_finalize(strata_transport *t);
-/* Ends the whole job at once (a worker failed mid-run and peers would block). */
+/* Ends the whole job at once (MPI_Abort): the last resort when a failure
+ * could not be ended on every rank (strata_run_result.peers_blocked). */
 STRATA_EXPORT void strata_comm_abort(strata_transport *t, int code);
 
 /* Spins on test until the request completes (critical-path waits). */
@@ -73,7 +83,8 @@ STRATA_EXPORT int strata_comm_wait_all_idle(const strata_transport *t, strata_re
  * that code written against strata_transport runs without mpiexec (one
  * thread per rank). It keeps the contract above to the letter: isend copies
  * the bytes; a receive matches by (source, tag) the earliest arrived message
- * in MPI's order and fails with STRATA_ECOMM when the lengths differ; poll
+ * in MPI's order and fails with STRATA_ECOMM when the lengths differ; cancel
+ * takes back a receive no message has reached yet; poll
  * hands out a strata_malloc'd buffer (1 byte for an empty message);
  * requests are nulled on completion. Sources must be ranks (no wildcard)
  * and tags in [0, tag_ub], else isend and irecv fail with STRATA_ECOMM, as

@@ -187,6 +187,47 @@ static void test_unknown_request(void **state) {
 
 /* ---- the length check ---------------------------------------------- */
 
+/* cancel takes back a receive no message has reached (it completes with
+ * nothing written, and the message waits for the next receive); one that
+ * has its message, and a send, complete as usual. */
+static void test_cancel(void **state) {
+  (void)state;
+  strata_loopback *lb = open_hub(2, g_seed, 0, 0);
+  strata_transport a = endpoint(lb, 0), b = endpoint(lb, 1);
+  int32_t got = 7, out = 5;
+  strata_req r = {0}, s = {0};
+  assert_int_equal(b.irecv(b.impl, &got, sizeof got, 0, 3, &r), 0);
+  assert_int_equal(b.cancel(b.impl, &r), 0);
+  assert_int_equal(wait_req(&b, &r, 1), 1);
+  assert_int_equal(got, 7);
+  /* The message sent after the cancel is the next receive's. */
+  assert_int_equal(a.isend(a.impl, &out, sizeof out, 1, 3, &s), 0);
+  assert_int_equal(b.irecv(b.impl, &got, sizeof got, 0, 3, &r), 0);
+  wait_req(&b, &r, 10);
+  assert_int_equal(got, 5);
+  wait_req(&a, &s, 10);
+  /* Matched before the cancel: delivered all the same. */
+  out = 6;
+  assert_int_equal(a.isend(a.impl, &out, sizeof out, 1, 3, &s), 0);
+  assert_int_equal(b.irecv(b.impl, &got, sizeof got, 0, 3, &r), 0);
+  int any = 0, src = 0;
+  void *buf = NULL;
+  size_t len = 0;
+  assert_int_equal(b.poll(b.impl, 99, &any, &src, &buf, &len), 0); /* one call: it lands */
+  assert_int_equal(any, 0);
+  assert_int_equal(b.cancel(b.impl, &r), 0);
+  assert_int_equal(wait_req(&b, &r, 1), 1);
+  assert_int_equal(got, 6);
+  wait_req(&a, &s, 10);
+  /* A send is left alone. */
+  assert_int_equal(a.isend(a.impl, &out, sizeof out, 1, 4, &s), 0);
+  assert_int_equal(a.cancel(a.impl, &s), 0);
+  wait_req(&a, &s, 10);
+  assert_int_equal(b.irecv(b.impl, &got, sizeof got, 0, 4, &r), 0);
+  wait_req(&b, &r, 10);
+  strata_loopback_close(lb);
+}
+
 static void test_length_mismatch(void **state) {
   (void)state;
   strata_loopback *lb = open_hub(2, g_seed, 2, 1);
@@ -654,6 +695,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_self_send_and_empty, setup, teardown),
       cmocka_unit_test_setup_teardown(test_null_requests, setup, teardown),
       cmocka_unit_test_setup_teardown(test_unknown_request, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_cancel, setup, teardown),
       cmocka_unit_test_setup_teardown(test_length_mismatch, setup, teardown),
       cmocka_unit_test_setup_teardown(test_matching_order, setup, teardown),
       cmocka_unit_test_setup_teardown(test_matching_by_source_and_tag, setup, teardown),

@@ -1,0 +1,25 @@
+/*
+ * comm/transport.h - waits on any transport beyond the public ones of
+ * strata/transport.h (internal to libstrata; comm/transport.c).
+ */
+#ifndef STRATA_COMM_TRANSPORT_H
+#define STRATA_COMM_TRANSPORT_H
+
+#include "strata/transport.h"
+
+/* Waits on n requests as strata_comm_wait_all_idle does, and also ends
+ * with STRATA_EINTR ("who: interrupted by signal N") on SIGINT or SIGTERM:
+ * the coordinator's waits, on the main thread. */
+int strata__comm_wait_signals(const strata_transport *t, strata_req *reqs, int n, const char *who);
+
+/* Cancels the outstanding receives among reqs[0..n) (requests with
+ * expect != 0, none cancelled before; null ones and sends are only tested)
+ * and waits, polling at least every STRATA__WAIT_PROMPT, until the
+ * transport is done with each of them or until `until` (strata_now time):
+ * afterwards nothing lands in their buffers, which may be freed. Sends
+ * still outstanding are left as they are. Returns 0, or STRATA_ECOMM with a
+ * message when a receive was still outstanding at `until` (its buffer must
+ * be kept). */
+int strata__comm_cancel(const strata_transport *t, strata_req *reqs, int n, double until);
+
+#endif
