@@ -179,6 +179,17 @@ void strata_print_summary(const strata_run_result *r) {
          r->wall_s > 0 ? 100 * r->coordinator_train_cpu_s / r->wall_s : 0.0, r->coordinator_cpu_s);
 }
 
+/* An engine message that names the app ("mf: --mode sfb needs ...") under
+ * a program name that ends with it ("strata mf", "mf"): the name once. */
+static const char *own_text(const strata__driver *d, const strata_app *app, const char *msg) {
+  size_t n = strlen(app->name), p = strlen(d->prog);
+  int prog_names_it = p >= n && strcmp(d->prog + p - n, app->name) == 0 &&
+                      (p == n || d->prog[p - n - 1] == ' ' || d->prog[p - n - 1] == '/');
+  if (prog_names_it && strncmp(msg, app->name, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
+    return msg + n + 2;
+  return msg;
+}
+
 static int exit_code(int rc) {
   return rc == 0 ? 0 : rc == STRATA_EUSAGE ? 2 : rc == STRATA_EDIVERGED ? 3 : 1;
 }
@@ -304,7 +315,7 @@ int strata__driver_main(const strata_app *app, const strata__driver *d, int argc
    * with rank 0's verdict once the workers are through. */
   blocked = result.peers_blocked;
   if (!serial && ((t.rank == 0 && result.workers_done) || (t.rank > 0 && rc == 0))) {
-    if (t.rank == 0 && rc) fprintf(stderr, "%s: %s\n", d->prog, strata_err_msg());
+    if (t.rank == 0 && rc) fprintf(stderr, "%s: %s\n", d->prog, own_text(d, app, strata_err_msg()));
     int final = strata_engine_finish(&t, rc);
     /* The verdict did not travel (a worker's own message says why). */
     if (t.rank == 0 ? final != rc : final && strata_err_msg()[0]) blocked = 1;
@@ -313,7 +324,8 @@ int strata__driver_main(const strata_app *app, const strata__driver *d, int argc
   }
 out:
   if (rc && strata_err_msg()[0] && (t.rank == 0 || rc != STRATA_EUSAGE))
-    fprintf(stderr, "%s: %s%s\n", d->prog, t.rank ? "worker: " : "", strata_err_msg());
+    fprintf(stderr, "%s: %s%s\n", d->prog, t.rank ? "worker: " : "",
+            own_text(d, app, strata_err_msg()));
   /* The last resort: peers may wait for this rank forever, and MPI may
    * still write into its buffers, so end the whole job before freeing. */
   if (rc && blocked) {
