@@ -34,8 +34,10 @@ if [ -z "${STRATA_TEST_NO_SANITIZE:-}" ]; then
   STRATA_TEST_QUICK=1 ASAN_OPTIONS=detect_leaks=1 \
     ctest -j"$jobs" --output-on-failure --timeout 600 -L unit "$@"
   # Open MPI keeps allocations until exit; leak reports there would be its own.
-  # Flag-parsing cases (label usage) and the runs on real data sets (label
-  # slow: the same code paths as the synthetic cases, on more data) ran in
-  # the Release stage already.
-  ASAN_OPTIONS=detect_leaks=0 ctest -j"$jobs" --output-on-failure --timeout 600 -L mpi -LE 'usage|slow' "$@"
+  # Flag-parsing cases (label usage), the runs on real data sets (label
+  # slow: the same code paths as the synthetic cases, on more data) and the
+  # examples (label example: apps on the public API, whose engine paths the
+  # other tests take) ran in the Release stage already.
+  ASAN_OPTIONS=detect_leaks=0 ctest -j"$jobs" --output-on-failure --timeout 600 -L mpi \
+    -LE 'usage|slow|example' "$@"
 fi

@@ -22,11 +22,11 @@ typedef struct tinymf_config {
 
 #define OPT(f) offsetof(tinymf_config, f)
 static const strata_option tinymf_options[] = {
-    {"users", 0, STRATA_OPT_INT, OPT(users), "2000", "N", 1, 1e8, NULL, "users (rows)", NULL},
-    {"items", 0, STRATA_OPT_INT, OPT(items), "1000", "N", 1, 1e8, NULL, "items (columns)", NULL},
+    {"users", 0, STRATA_OPT_INT, OPT(users), "1000", "N", 1, 1e8, NULL, "users (rows)", NULL},
+    {"items", 0, STRATA_OPT_INT, OPT(items), "500", "N", 1, 1e8, NULL, "items (columns)", NULL},
     {"rank", 'k', STRATA_OPT_INT, OPT(rank), "8", "K", 1, 256, NULL, "factors per user and item", NULL},
-    {"ratings", 0, STRATA_OPT_U64, OPT(ratings), "200000", "N", 1, 1e9, NULL, "observed entries", NULL},
-    {"lr", 0, STRATA_OPT_DOUBLE | STRATA_OPT_OPEN_MIN, OPT(lr), "0.02", "ETA", 0, 10, NULL,
+    {"ratings", 0, STRATA_OPT_U64, OPT(ratings), "50000", "N", 1, 1e9, NULL, "observed entries", NULL},
+    {"lr", 0, STRATA_OPT_DOUBLE | STRATA_OPT_OPEN_MIN, OPT(lr), "0.05", "ETA", 0, 10, NULL,
      "SGD step size", NULL},
     {"lambda", 0, STRATA_OPT_DOUBLE, OPT(lambda), "0.02", "L", 0, 100, NULL, "L2 penalty", NULL},
     {"noise", 0, STRATA_OPT_DOUBLE, OPT(noise), "0.1", "S", 0, 100, NULL,
