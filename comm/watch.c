@@ -137,17 +137,24 @@ static int failed(strata__watch *w, int rc) {
   return rc;
 }
 
+/* After posting a request (rc: how the post went): a failure settles, a
+ * request in flight is recorded. Called and returns with w->mu held. */
+static int posted(strata__watch *w, int rc, const strata_req *req) {
+  if (rc && rc != STRATA_EPEER) rc = failed(w, rc);
+  if (!rc && req->h) {
+    put(w->live, w->cap, *req);
+    w->n++;
+  }
+  return rc;
+}
+
 static int w_isend(void *impl, const void *buf, size_t len, int dst, int tag, strata_req *req) {
   strata__watch *w = impl;
   pthread_mutex_lock(&w->mu);
   int rc = gate(w);
   if (!rc) rc = reserve(w);
   if (!rc) rc = w->inner.isend(w->inner.impl, buf, len, dst, tag, req);
-  if (rc && rc != STRATA_EPEER) rc = failed(w, rc);
-  if (!rc && req->h) {
-    put(w->live, w->cap, *req);
-    w->n++;
-  }
+  rc = posted(w, rc, req);
   pthread_mutex_unlock(&w->mu);
   return rc;
 }
@@ -158,11 +165,7 @@ static int w_irecv(void *impl, void *buf, size_t len, int src, int tag, strata_r
   int rc = gate(w);
   if (!rc) rc = reserve(w);
   if (!rc) rc = w->inner.irecv(w->inner.impl, buf, len, src, tag, req);
-  if (rc && rc != STRATA_EPEER) rc = failed(w, rc);
-  if (!rc && req->h) {
-    put(w->live, w->cap, *req);
-    w->n++;
-  }
+  rc = posted(w, rc, req);
   pthread_mutex_unlock(&w->mu);
   return rc;
 }
