@@ -15,7 +15,7 @@ trap 'rm -rf "$work"' EXIT
 prefix=$work/prefix
 jobs=$(nproc)
 fail() { echo "check_package: FAIL: $*" >&2; exit 1; }
-run() { echo "\$ $*"; "$@"; }
+run() { echo "\$ $*" >&2; "$@"; }
 
 echo "== cmake --install into a fresh prefix"
 cmake --install "$build" --prefix "$prefix" >"$work/install.log"
@@ -34,6 +34,7 @@ echo "pkg-config --modversion strata: $(pkg-config --modversion strata)"
 
 echo "== the examples, each from its own folder"
 for ex in latin tinymf lsq tablesum; do
+  echo "-- examples/$ex, copied to its own folder"
   cp -r "$STRATA_ROOT/examples/$ex" "$work/$ex"
   cd "$work/$ex"
   run cmake -S . -B build -DCMAKE_PREFIX_PATH="$prefix" >cmake.log || { cat cmake.log; fail "$ex: configure"; }
