@@ -14,7 +14,11 @@ install(TARGETS libstrata strata_apps EXPORT strataTargets
 install(TARGETS strata_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
+# The examples' sources only (a user may have built one in place).
+foreach(ex ${STRATA_EXAMPLE_NAMES})
+  install(FILES ${PROJECT_SOURCE_DIR}/examples/${ex}/CMakeLists.txt ${PROJECT_SOURCE_DIR}/examples/${ex}/${ex}.c
+          DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples/${ex})
+endforeach()
 
 set(STRATA_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/strata)
 install(EXPORT strataTargets NAMESPACE strata:: DESTINATION ${STRATA_CMAKE_DIR})
