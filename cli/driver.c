@@ -25,6 +25,8 @@ typedef struct cli_opts {
   strata_opt_int staleness;
   strata_opt_double wpc;
   strata_opt_int peers; /* into eng.peers when given */
+  strata_opt_int checkpoint_every; /* into eng.checkpoint_every */
+  strata_opt_double stall_timeout; /* into eng.stall_timeout when given */
   const char *straggler, *disrupt; /* the specs as given; their keys fill eng */
   int quiet, verbose;
 } cli_opts;
@@ -50,7 +52,9 @@ static const strata_option disrupt_keys[] = {
     {"slot", 0, STRATA_OPT_INT, EOPT(eng.disrupt_slot_ms), NULL, "MS", 1, 3600000, NULL, NULL, NULL},
     {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
 
-#define N_ENGINE_OPTS 18
+#define N_ENGINE_OPTS 22
+/* Options that do not change what a run computes: a resume may change them. */
+#define R STRATA_OPT_RESUMABLE
 
 /* The engine's option table for one app, with the text its defaults need. */
 typedef struct engine_table {
@@ -78,7 +82,7 @@ static void engine_table_init(engine_table *t, const strata_app_defaults *d) {
       {"peers", 0, STRATA_OPT_INT_OPTIONAL, EOPT(peers), NULL, "Q", 1, 1000000, NULL,
        "sfb: each worker sends its factors to Q peers (partial broadcast; default P-1, all)",
        NULL},
-      {"check-replicas", 0, STRATA_OPT_FLAG, EOPT(eng.check_replicas), NULL, NULL, 0, 0, NULL,
+      {"check-replicas", 0, STRATA_OPT_FLAG | R, EOPT(eng.check_replicas), NULL, NULL, 0, 0, NULL,
        "sfb: digest every replica at every clock end (metrics replica_digest; a pass over the "
        "matrix per clock)", NULL},
       {"wpc", 0, STRATA_OPT_DOUBLE_OPTIONAL, EOPT(wpc), t->wpc, "W", 0, 0, NULL,
@@ -87,32 +91,44 @@ static void engine_table_init(engine_table *t, const strata_app_defaults *d) {
        PREFETCH_CHOICES,
        "table prefetcher replaying last clock's reads; auto: aggressive (fresher reads; see "
        "docs/cli.md)", NULL},
-      {"straggler", 0, STRATA_OPT_SPEC, EOPT(straggler), NULL, "delay=MS[,spin=1]", 0, 0, NULL,
+      {"straggler", 0, STRATA_OPT_SPEC | R, EOPT(straggler), NULL, "delay=MS[,spin=1]", 0, 0, NULL,
        "worker i sleeps MS at clocks i, i+P, ... (a clock is a pass in scheduled mode); "
        "spin=1: busy instead of asleep",
        straggler_keys},
-      {"disrupt", 0, STRATA_OPT_SPEC, EOPT(disrupt), NULL, "prob=P,slot=MS", 0, 0, NULL,
+      {"disrupt", 0, STRATA_OPT_SPEC | R, EOPT(disrupt), NULL, "prob=P,slot=MS", 0, 0, NULL,
        "each worker gets a CPU-burning thread for a random fraction P of MS-long slots",
        disrupt_keys},
-      {"score-view", 0, STRATA_OPT_FLAG, EOPT(eng.score_view), NULL, NULL, 0, 0, NULL,
+      {"score-view", 0, STRATA_OPT_FLAG | R, EOPT(eng.score_view), NULL, NULL, 0, 0, NULL,
        "bsp/absp/ssp/essp/async: also score each worker's own view of the table at its pass "
        "end and report it per pass as view_<objective> (the objectives score the model)", NULL},
       {"strata", 'B', STRATA_OPT_INT, EOPT(eng.strata), "0", "B", 0, 4096, NULL,
        "strata per pass (blocking B x B); 0 = one per worker", NULL},
       {"depth", 0, STRATA_OPT_INT, EOPT(eng.depth), t->depth, "C", 1, 1024, NULL,
        "pipeline chunks per rotating block", NULL},
-      {"passes", 'p', STRATA_OPT_INT, EOPT(eng.passes), t->passes, "N", 1, 1000000, NULL,
-       "data passes", NULL},
+      {"passes", 'p', STRATA_OPT_INT | R, EOPT(eng.passes), t->passes, "N", 1, 1000000, NULL,
+       "data passes (a resumed run: in all, the checkpoint's included)", NULL},
       {"seed", 's', STRATA_OPT_U64, EOPT(eng.seed), "1", "X", 0, 0, NULL,
        "seed for initialisation, block assignment and splits", NULL},
-      {"metrics-out", 0, STRATA_OPT_STRING, EOPT(eng.metrics_out), NULL, "FILE", 0, 0, NULL,
+      {"metrics-out", 0, STRATA_OPT_STRING | R, EOPT(eng.metrics_out), NULL, "FILE", 0, 0, NULL,
        "write the JSON run summary here (atomically)", NULL},
-      {d->model_out_flag ? d->model_out_flag : "model-out", 0, STRATA_OPT_STRING,
+      {d->model_out_flag ? d->model_out_flag : "model-out", 0, STRATA_OPT_STRING | R,
        EOPT(eng.model_out), NULL, "DIR", 0, 0, NULL,
        d->model_out_help ? d->model_out_help : "export the final model into this directory", NULL},
-      {"quiet", 'q', STRATA_OPT_FLAG, EOPT(quiet), NULL, NULL, 0, 0, NULL,
+      {"checkpoint", 0, STRATA_OPT_STRING | R, EOPT(eng.checkpoint_dir), NULL, "DIR", 0, 0, NULL,
+       "write a checkpoint into DIR after every --checkpoint-every passes (each rank its own "
+       "part, then a manifest; the one before is removed)", NULL},
+      {"checkpoint-every", 0, STRATA_OPT_INT_OPTIONAL | R, EOPT(checkpoint_every), "10", "N", 1,
+       1000000, NULL, "passes between checkpoints", NULL},
+      {"resume", 0, STRATA_OPT_STRING | R, EOPT(eng.resume_dir), NULL, "DIR", 0, 0, NULL,
+       "continue from the last complete checkpoint in DIR (the same app, mode, workers, data "
+       "and settings; --passes counts the passes it holds)", NULL},
+      {"stall-timeout", 0, STRATA_OPT_DOUBLE_OPTIONAL | R, EOPT(stall_timeout), NULL, "SECONDS",
+       0.1, 1e6, NULL,
+       "end the run when a worker makes no progress for this long (default: from the pass "
+       "times seen, at least 5 s)", NULL},
+      {"quiet", 'q', STRATA_OPT_FLAG | R, EOPT(quiet), NULL, NULL, 0, 0, NULL,
        "no configuration echo or progress, errors only", NULL},
-      {"verbose", 'v', STRATA_OPT_FLAG, EOPT(verbose), NULL, NULL, 0, 0, NULL, "debug messages", NULL},
+      {"verbose", 'v', STRATA_OPT_FLAG | R, EOPT(verbose), NULL, NULL, 0, 0, NULL, "debug messages", NULL},
       {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
   memcpy(t->opts, opts, sizeof opts);
 }
@@ -190,6 +206,14 @@ static const char *own_text(const strata__driver *d, const strata_app *app, cons
   return msg;
 }
 
+/* A lost rank (strata_engine_opts.on_lost, from the engine's watch
+ * thread): the one rank that reports prints the message; the engine then
+ * ends the process with exit code 1. */
+static void print_lost(void *ud, const char *msg, int report) {
+  const strata__driver *d = ud;
+  if (report) fprintf(stderr, "%s: %s\n", d->prog, msg);
+}
+
 static int exit_code(int rc) {
   return rc == 0 ? 0 : rc == STRATA_EUSAGE ? 2 : rc == STRATA_EDIVERGED ? 3 : 1;
 }
@@ -202,6 +226,10 @@ static int engine_resolve(cli_opts *co) {
   e->staleness = co->staleness.value;
   e->wpc = co->wpc.value;
   e->peers = co->peers.given ? co->peers.value : 0;
+  if (co->checkpoint_every.given && !e->checkpoint_dir)
+    return strata_err_set(STRATA_EUSAGE, "--checkpoint-every needs --checkpoint DIR");
+  e->checkpoint_every = e->checkpoint_dir ? co->checkpoint_every.value : 0;
+  e->stall_timeout = co->stall_timeout.given ? co->stall_timeout.value : 0;
   int rc = strata_engine_resolve(e, co->staleness.given, co->wpc.given, prefetch_given);
   if (rc) return rc;
   if (e->score_view && !strata_mode_is_ps(e->mode))
@@ -210,6 +238,18 @@ static int engine_resolve(cli_opts *co) {
                           "essp, async), not --mode %s: there the model is what the workers see",
                           strata_mode_name(e->mode));
   return 0;
+}
+
+/* The run's settings as a checkpoint records them: every option that
+ * changes the result, with the mode's values as resolved (a default
+ * staleness is the same setting as the same value given). */
+static int run_settings(const cli_opts *co, const strata_optgroup *groups, char ***out, int *n) {
+  cli_opts r = *co;
+  r.staleness = (strata_opt_int){co->eng.staleness, 1};
+  r.wpc = (strata_opt_double){co->eng.wpc, 1};
+  r.peers = (strata_opt_int){co->eng.peers, 1};
+  strata_optgroup g[2] = {{groups[0].title, groups[0].opts, &r}, groups[1]};
+  return strata_options_settings(g, 2, out, n);
 }
 
 /* Parameter-server messages and snapshots are megabytes each and come and
@@ -246,6 +286,7 @@ int strata__driver_main(const strata_app *app, const strata__driver *d, int argc
   snprintf(title, sizeof title, "%s options", app->name);
   groups[1].title = title;
   int help = 0, blocked = 0;
+  char **settings = NULL;
   strata_run_result result;
   memset(&result, 0, sizeof result);
   if (!cfg) {
@@ -260,7 +301,11 @@ int strata__driver_main(const strata_app *app, const strata__driver *d, int argc
     goto out;
   }
   co.eng.progress = !co.quiet;
+  co.eng.on_lost = print_lost;
+  co.eng.on_lost_ud = (void *)d;
   if ((rc = engine_resolve(&co))) goto out;
+  if ((rc = run_settings(&co, groups, &settings, &co.eng.n_settings))) goto out;
+  co.eng.settings = (const char *const *)settings;
   int serial = co.eng.mode == STRATA_MODE_SERIAL;
   int P = serial ? 1 : t.size - 1;
   if (serial && t.size != 1) {
@@ -333,6 +378,7 @@ out:
     strata_comm_abort(&t, exit_code(rc));
   }
   strata_run_result_close(&result);
+  strata_free(settings);
   strata_free(cfg);
   strata_comm_finalize(&t);
   return exit_code(rc);

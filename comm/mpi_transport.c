@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "comm/live.h"
 #include "strata/core.h"
 #include "strata/transport.h"
 
@@ -204,5 +205,8 @@ void strata_comm_finalize(strata_transport *t) {
 
 void strata_comm_abort(strata_transport *t, int code) {
   (void)t;
+  /* The ranks this one watches end on their own, quietly, rather than be
+   * killed by mpirun. */
+  strata__live_abandon();
   MPI_Abort(MPI_COMM_WORLD, code);
 }

@@ -4,6 +4,8 @@
  * worker gets at set-up. scheduler/ speaks one side, worker/ the other;
  * neither includes the other.
  *
+ * First, coordinator -> each worker: TAG_LIVE, the address of its watch
+ * (comm/live.h), before any loading.
  * Set-up, coordinator -> each worker, in this order:
  *   TAG_HEADER  struct setup_header (status != 0: run failed, stop quietly)
  *   TAG_META    meta bytes (if meta_len > 0)
@@ -20,6 +22,10 @@
  * passes begin, on every worker at once (else the first worker set up
  * would spend pass 1 waiting for the last one's blocks).
  * Per pass, worker -> coordinator: TAG_REPORT struct pass_report.
+ * Checkpoints (--checkpoint): each worker writes its part itself and sends
+ * the coordinator a ckpt_note (TAG_CKPT) once it is on disk; the
+ * coordinator, which listens for notes in every wait, writes the manifest
+ * once every part and its own are in.
  * Per pass, coordinator -> each worker: TAG_CONTROL struct pass_control for
  * pass k, sent once pass k - L is summed (passes 0..L-1 at the start); a
  * worker receives it before it starts pass k. stop = 1 ends the run there,
@@ -96,6 +102,8 @@ enum {
   TAG_FAIL = 17,      /* a worker's failure report, or its answer to TAG_ABORT */
   TAG_ABORT = 18,     /* the coordinator calls the run off: int32 code */
   TAG_DONE = 19,      /* a worker is through with the run (empty) */
+  TAG_CKPT = 20,      /* a worker's part of a checkpoint is on disk: ckpt_note */
+  TAG_LIVE = 21,      /* rank 0's watch address (comm/live.h), the run's first message */
   TAG_EVAL_BASE = 1000,
   TAG_CHUNK_BASE = 20000
 };
@@ -106,11 +114,17 @@ typedef struct block_desc {
   uint32_t row_bytes;
 } block_desc;
 
+/* setup_header.status: the run ends before any pass, each worker with code
+ * 0 (a resumed run whose checkpoint holds every pass asked for). Any other
+ * nonzero status is the failure's code. */
+#define STRATA__SETUP_NOTHING 1
+
 typedef struct setup_header {
   int32_t status;
   int32_t has_eval;
   int32_t n_data, n_resident, n_rotating;
-  int32_t pad;
+  int32_t start_pass; /* the first pass to run: 0, or the passes a resumed
+                         checkpoint holds */
   uint64_t meta_len;
   uint64_t sched_len;
   uint64_t n_examples;
@@ -134,6 +148,15 @@ typedef struct pass_control {
   int32_t stop;  /* 1: do not start this pass; the run ends */
   double ctl[STRATA_MAX_CONTROLS];
 } pass_control;
+
+/* TAG_CKPT: this worker's part of the checkpoint after `passes` passes is
+ * on disk (a worker that cannot write it fails the run instead). */
+typedef struct ckpt_note {
+  int32_t passes;
+  int32_t worker;
+  uint64_t sum, bytes; /* the part's checksum and size, for the manifest */
+  double seconds;      /* writing it */
+} ckpt_note;
 
 /* TAG_FAIL: a worker's one message when a run fails (see above). */
 #define STRATA__FAIL_MSG 512

@@ -775,7 +775,8 @@ int strata_table_open(strata_transport *t, const strata_table_conf *conf, const 
                       strata_table **out) {
   *out = NULL;
   if (!conf->n_rows || !conf->row_len || conf->workers < 1 || conf->me < 0 ||
-      conf->me >= conf->workers || conf->staleness < 0 || conf->tag < 0 || !t || !t->poll)
+      conf->me >= conf->workers || conf->staleness < 0 || conf->tag < 0 || conf->start_clock < 0 ||
+      !t || !t->poll)
     return strata_err_set(STRATA_EINVAL, "table: invalid configuration (%u rows of %u, worker %d of %d, staleness %d)",
                           conf->n_rows, conf->row_len, conf->me, conf->workers, conf->staleness);
   if (conf->rank_base < 0 || conf->rank_base + conf->workers > t->size || conf->tag >= t->tag_ub)
@@ -821,6 +822,11 @@ int strata_table_open(strata_transport *t, const strata_table_conf *conf, const 
   }
   if ((rc = ps_oplog_init(&tb->log, conf->n_rows, conf->row_len))) goto fail;
   if ((rc = ps_vclock_init(&tb->vc, tb->P))) goto fail;
+  /* Every worker starts at the same clock; init holds every update before it. */
+  tb->clock = conf->start_clock;
+  tb->vc.min = conf->start_clock;
+  for (int w = 0; w < tb->P; w++) tb->vc.c[w] = conf->start_clock;
+  for (size_t g = 0; g < n; g++) tb->age[g] = conf->start_clock;
   memcpy(tb->cache, init, n * L * sizeof(float));
   for (size_t g = 0; g < n; g++) tb->req_age[g] = -1;
   for (uint32_t l = 0; l < tb->n_local; l++)
@@ -828,6 +834,7 @@ int strata_table_open(strata_transport *t, const strata_table_conf *conf, const 
            L * sizeof(float));
   if (conf->snapshots && (rc = ps_snapshot_init(&tb->snap, tb->P, tb->n_local, tb->L, tb->vals)))
     goto fail;
+  tb->snap.clock = conf->start_clock;
   *out = tb;
   return 0;
 fail:

@@ -9,12 +9,12 @@
 #include "strata/transport.h"
 
 int strata_comm_wait(const strata_transport *t, strata_req *req) {
-  int done = 0;
-  while (!done) {
-    int rc = t->test(t->impl, req, &done);
-    if (rc) return rc;
-  }
-  return 0;
+  int done = 0, rc = t->test(t->impl, req, &done);
+  if (rc || done) return rc;
+  strata__wait_enter();
+  while (!rc && !done) rc = t->test(t->impl, req, &done);
+  strata__wait_leave();
+  return rc;
 }
 
 typedef struct reqs_ctx {

@@ -307,3 +307,88 @@ void *strata_grow(void *p, size_t need, size_t *cap, size_t limit, size_t size) 
   if (q) *cap = c;
   return q;
 }
+
+/* ---- checksums --------------------------------------------------------
+ * Lanes of multiply-rotate rounds, the structure of the xxHash family
+ * (strata's own code and constants: odd 64-bit constants from the golden
+ * ratio and square roots of primes). */
+#define H_K1 0x9e3779b97f4a7c15ull
+#define H_K2 0xc2b2ae3d27d4eb4full
+#define H_K3 0x165667b19e3779f9ull
+
+static inline uint64_t h_rotl(uint64_t x, int r) { return x << r | x >> (64 - r); }
+
+static inline uint64_t h_load(const unsigned char *p) {
+  uint64_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+static inline uint64_t h_round(uint64_t acc, uint64_t w) {
+  return h_rotl(acc + w * H_K2, 31) * H_K1;
+}
+
+static inline uint64_t h_mix(uint64_t x) {
+  x ^= x >> 33;
+  x *= H_K2;
+  x ^= x >> 29;
+  x *= H_K3;
+  x ^= x >> 32;
+  return x;
+}
+
+void strata_hash_init(strata_hash *h, uint64_t seed) {
+  h->v[0] = seed + H_K1 + H_K2;
+  h->v[1] = seed + H_K2;
+  h->v[2] = seed;
+  h->v[3] = seed - H_K1;
+  h->total = 0;
+  h->n = 0;
+}
+
+static void h_stripe(uint64_t v[4], const unsigned char *p) {
+  v[0] = h_round(v[0], h_load(p));
+  v[1] = h_round(v[1], h_load(p + 8));
+  v[2] = h_round(v[2], h_load(p + 16));
+  v[3] = h_round(v[3], h_load(p + 24));
+}
+
+void strata_hash_update(strata_hash *h, const void *data, size_t len) {
+  const unsigned char *p = data;
+  h->total += len;
+  if (h->n) {
+    size_t take = 32 - h->n < len ? 32 - h->n : len;
+    memcpy(h->buf + h->n, p, take);
+    h->n += (uint32_t)take;
+    p += take;
+    len -= take;
+    if (h->n < 32) return;
+    h_stripe(h->v, h->buf);
+    h->n = 0;
+  }
+  /* Local lanes stay in registers over the long run of stripes. */
+  uint64_t v[4] = {h->v[0], h->v[1], h->v[2], h->v[3]};
+  for (; len >= 32; p += 32, len -= 32) h_stripe(v, p);
+  memcpy(h->v, v, sizeof v);
+  memcpy(h->buf, p, len);
+  h->n = (uint32_t)len;
+}
+
+uint64_t strata_hash_final(const strata_hash *h) {
+  uint64_t acc = h_rotl(h->v[0], 1) + h_rotl(h->v[1], 7) + h_rotl(h->v[2], 12) +
+                 h_rotl(h->v[3], 18);
+  for (int i = 0; i < 4; i++) acc = (acc ^ h_round(0, h->v[i])) * H_K1 + H_K3;
+  acc += h->total;
+  const unsigned char *p = h->buf;
+  uint32_t n = h->n;
+  for (; n >= 8; p += 8, n -= 8) acc = h_rotl(acc ^ h_round(0, h_load(p)), 27) * H_K1 + H_K3;
+  for (; n > 0; p++, n--) acc = h_rotl(acc ^ (*p * H_K3), 11) * H_K1;
+  return h_mix(acc);
+}
+
+uint64_t strata_hash64(const void *p, size_t len, uint64_t seed) {
+  strata_hash h;
+  strata_hash_init(&h, seed);
+  strata_hash_update(&h, p, len);
+  return strata_hash_final(&h);
+}

@@ -383,6 +383,43 @@ void strata_options_help(FILE *f, const strata_optgroup *groups, int n_groups) {
   }
 }
 
+int strata_options_settings(const strata_optgroup *groups, int n_groups, char ***out, int *n) {
+  *out = NULL;
+  *n = 0;
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (!f) return strata_err_set(STRATA_ENOMEM, "options: out of memory");
+  int count = 0;
+  for (int gi = 0; gi < n_groups; gi++)
+    for (const strata_option *o = groups[gi].opts; o->name; o++) {
+      if (o->type & STRATA_OPT_RESUMABLE) continue;
+      fprintf(f, "%s=", o->name);
+      format_value(f, groups[gi].base, o);
+      fputc('\0', f);
+      count++;
+    }
+  if (fclose(f) != 0 || !text) {
+    free(text);
+    return strata_err_set(STRATA_ENOMEM, "options: out of memory");
+  }
+  char **v = strata_malloc((size_t)count * sizeof *v + len + 1);
+  if (!v) {
+    free(text);
+    return strata_err_set(STRATA_ENOMEM, "options: out of memory");
+  }
+  char *dst = (char *)(v + count);
+  memcpy(dst, text, len);
+  free(text);
+  for (int i = 0; i < count; i++) {
+    v[i] = dst;
+    dst += strlen(dst) + 1;
+  }
+  *out = v;
+  *n = count;
+  return 0;
+}
+
 void strata_options_echo(FILE *f, const char *prefix, const strata_optgroup *groups,
                          int n_groups) {
   for (int gi = 0; gi < n_groups; gi++) {

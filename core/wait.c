@@ -69,7 +69,19 @@ static void on_signal(struct ev_loop *loop, ev_signal *w, int revents) {
   ev_break(loop, EVBREAK_ONE);
 }
 
+_Atomic uint64_t strata__steps;
+_Atomic int strata__waiting;
+
+static int wait_loop(strata__poll_fn poll, void *ctx, const strata__wait_conf *conf);
+
 int strata__wait(strata__poll_fn poll, void *ctx, const strata__wait_conf *conf) {
+  strata__wait_enter();
+  int rc = wait_loop(poll, ctx, conf);
+  strata__wait_leave();
+  return rc;
+}
+
+static int wait_loop(strata__poll_fn poll, void *ctx, const strata__wait_conf *conf) {
   int done = 0, progressed = 0;
   int rc = poll(ctx, &done, &progressed);
   if (rc || done) return rc;

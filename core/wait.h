@@ -12,6 +12,9 @@
 #ifndef STRATA_CORE_WAIT_H
 #define STRATA_CORE_WAIT_H
 
+#include <stdatomic.h>
+#include <stdint.h>
+
 #define STRATA__WAIT_MIN 20e-6
 /* Ceilings, by how soon the waiter must notice: a rank with nothing to do
  * until others report (the coordinator between reports, set-up, export)
@@ -38,5 +41,23 @@ typedef struct strata__wait_conf {
 /* Polls at once, then on the back-off timer until poll says done, the
  * deadline passes, poll fails, or (signals) a signal arrives. */
 int strata__wait(strata__poll_fn poll, void *ctx, const strata__wait_conf *conf);
+
+/* What this process is doing, as the liveness watch (comm/live.h) reports
+ * it to the coordinator from another thread: a count of steps of work done
+ * (a chunk computed, a pass ended) and how many waits for other ranks are
+ * under way (every strata__wait and spinning transport wait counts). A
+ * process whose count stands still while it waits for nobody is stuck. */
+extern _Atomic uint64_t strata__steps;
+extern _Atomic int strata__waiting;
+
+static inline void strata__step(void) {
+  atomic_fetch_add_explicit(&strata__steps, 1, memory_order_relaxed);
+}
+static inline void strata__wait_enter(void) {
+  atomic_fetch_add_explicit(&strata__waiting, 1, memory_order_relaxed);
+}
+static inline void strata__wait_leave(void) {
+  atomic_fetch_sub_explicit(&strata__waiting, 1, memory_order_relaxed);
+}
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "comm/live.h"
 #include "core/wait.h"
 #include "engine/engine.h"
 #include "scheduler/coordinator.h"
@@ -67,10 +68,23 @@ int strata_engine_run(const strata_app *app, void *cfg, const strata_engine_opts
                       strata_transport *t, strata_run_result *result) {
   int serial = t == NULL;
   int P = serial ? 1 : t->size - 1;
+  if (!serial) {
+    /* Every rank watches for a lost one from the start (comm/live.h). */
+    strata__live_conf lc = {.passes = opts->passes, .stall_timeout = opts->stall_timeout,
+                            .on_lost = opts->on_lost, .ud = opts->on_lost_ud};
+    int rc = strata__live_start(t, TAG_LIVE, &lc);
+    if (rc) {
+      result->peers_blocked = 1;
+      return rc;
+    }
+  }
   if (!serial && t->rank > 0) {
     int own = 0;
     int rc = strata__worker_main(app, cfg, opts, t, &own);
     result->peers_blocked = own;
+    /* After a failure no verdict follows (strata_engine_finish): the run
+     * is over for this rank. */
+    if (rc && !own) strata__live_stop();
     return rc;
   }
   strata__run run = {.app = app,
@@ -88,6 +102,8 @@ int strata_engine_run(const strata_app *app, void *cfg, const strata_engine_opts
   } else {
     rc = serial ? strata__serial_run(&run, result) : strata__coordinator_run(&run, t, result);
   }
+  /* Without the workers through, no verdict follows: the run is over. */
+  if (!serial && !result->workers_done && !result->peers_blocked) strata__live_stop();
   result->coordinator_cpu_s = strata_cpu_seconds() - cpu0;
   result->coordinator_wall_s = strata_now() - wall0;
   /* The result keeps the problem for describe() and the caller; training
@@ -129,6 +145,7 @@ int strata_engine_finish(strata_transport *t, int rc) {
       err = t->isend(t->impl, &code, sizeof code, w, TAG_FINAL, &rq);
       if (!err) err = strata__comm_wait_signals(t, &rq, 1, "coordinator");
     }
+    if (!err) strata__live_stop();
     return rc ? rc : err;
   }
   /* A worker done with its passes may still be called off (another
@@ -148,6 +165,7 @@ int strata_engine_finish(strata_transport *t, int rc) {
   }
   /* Neither receive may outlive this frame. */
   int settled = strata__comm_cancel(t, c.rq, 2, strata_now() + 1);
+  if (!err) strata__live_stop();
   if (err) return err;
   if (settled) return settled;
   /* The coordinator reports its own failure; this rank only follows. */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "comm/live.h"
 #include "scheduler/aggregate.h"
 #include "strata/core.h"
 
@@ -59,6 +60,7 @@ int strata__agg_open(strata__agg *c) {
   if (!r->per_pass || !r->per_pass_worker || !r->worker_total || !c->ctl || !c->obj_hist)
     return strata_err_set(STRATA_ENOMEM, "coordinator: out of memory");
   for (int i = 0; i < N; i++) r->per_pass[i].drift = -1;
+  r->checkpoint_last = -1;
   c->run_passes = N;
   strata_partials_init(c->app, c->partials);
   strata_partials_init(c->app, c->view_partials);
@@ -70,7 +72,7 @@ int strata__agg_report(void *ud, const pass_report *rep) {
   strata__agg *c = ud;
   strata_run_result *r = c->res;
   int P = c->setup.workers;
-  if (rep->pass < 0 || rep->pass >= c->setup.passes || rep->worker < 0 || rep->worker >= P)
+  if (rep->pass < c->start_pass || rep->pass >= c->setup.passes || rep->worker < 0 || rep->worker >= P)
     return strata_err_set(STRATA_ECOMM, "coordinator: bad report (pass %d, worker %d)", rep->pass,
                           rep->worker);
   int pi = rep->pass;
@@ -120,6 +122,7 @@ int strata__agg_report(void *ud, const pass_report *rep) {
   if (++c->reports_in < P) return 0;
 
   c->reports_in = 0;
+  strata__live_pass_time(ps->time_s);
   c->app->objectives(c->cfg, c->prob, c->partials, ps->objectives);
   int finite = c->diverged_pass || check_finite(c, pi, ps->objectives);
   /* A pass that ended inside a clock (--wpc > 1) had no consistent model
@@ -163,6 +166,8 @@ int strata__agg_report(void *ud, const pass_report *rep) {
                c->setup.passes, ps->time_s, rate,
                ps->time_s > 0 ? 100.0 * ps->wait_s / ps->time_s : 0.0, obj);
   }
+  /* A diverged run keeps its last good checkpoint. */
+  if (c->summed && !c->diverged_pass) return c->summed(c->summed_ud, c, pi);
   return 0;
 }
 
@@ -192,8 +197,8 @@ static double window_pass(const strata_run_result *r, int N, int P) {
 static void finish_result(strata__agg *c) {
   strata_run_result *r = c->res;
   r->n_examples = c->prob->n_examples;
-  r->wall_s = strata_now() - c->t_train0;
-  r->coordinator_train_cpu_s = strata_cpu_seconds() - c->cpu_train0;
+  r->wall_s = strata_now() - c->t_train0 + c->wall_before;
+  r->coordinator_train_cpu_s = strata_cpu_seconds() - c->cpu_train0 + c->cpu_before;
   int N = c->setup.passes;
   double *times = strata_malloc((size_t)N * sizeof *times);
   if (times) {
@@ -232,8 +237,10 @@ static int decide(strata__agg *c, int k) {
 
 /* The verdicts of the first L passes, which follow no summed pass. */
 int strata__agg_decide_first(strata__agg *c) {
-  int rc = 0;
-  for (int k = 0; k < c->lag && k < c->setup.passes && !rc; k++) rc = decide(c, k);
+  int rc = 0, first = c->start_pass;
+  for (int k = first; k < c->n_decided && !rc; k++)
+    rc = c->publish ? c->publish(c->publish_ud, &c->ctl[k]) : 0;
+  for (int k = c->n_decided; k < first + c->lag && k < c->setup.passes && !rc; k++) rc = decide(c, k);
   return rc;
 }
 

@@ -24,6 +24,10 @@ typedef struct strata__agg {
    * to every worker); NULL: kept for strata__agg_control only. */
   int (*publish)(void *ud, const pass_control *v);
   void *publish_ud;
+  /* Called once pass `pass` is summed and the verdicts that follow from it
+   * are decided (a checkpoint may follow it); NULL: none. */
+  int (*summed)(void *ud, struct strata__agg *agg, int pass);
+  void *summed_ud;
 
   /* Internal. */
   double t_train0, cpu_train0;
@@ -38,13 +42,18 @@ typedef struct strata__agg {
   int diverged_pass; /* 1-based, 0 none */
   char diverged[256];
   double *obj_hist;  /* passes * STRATA_MAX_OBJECTIVES, for pass_control */
+  /* A resumed run: its first pass, and the training time the passes
+   * before it took. */
+  int start_pass;
+  double wall_before, cpu_before;
 } strata__agg;
 
 /* Allocates the result's per-pass arrays. */
 int strata__agg_open(strata__agg *c);
 /* Training starts now (wall and CPU clocks of the result). */
 void strata__agg_start(strata__agg *c);
-/* The verdicts of the first L passes, which follow no summed pass. */
+/* The verdicts of the first L passes, which follow no summed pass (a
+ * resumed run: the verdicts of its first L passes, decided before). */
 int strata__agg_decide_first(strata__agg *c);
 /* Folds one worker's report (ud: the aggregator); logs a completed pass
  * (rank 0's progress line) and decides the verdict that follows from it. */

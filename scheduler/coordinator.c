@@ -15,6 +15,7 @@
 
 #include "core/wait.h"
 #include "scheduler/aggregate.h"
+#include "scheduler/ckpt.h"
 #include "scheduler/coordinator.h"
 #include "strata/core.h"
 
@@ -35,6 +36,7 @@ typedef struct coord {
   strata_schedule sched;
   strata_run_result *res;
   strata__agg agg;
+  strata__ckpt_run ck;
   strata_transport *t;
   reqset ctl_sends;
   reqset rx; /* receives outstanding: start messages, reports, export blocks */
@@ -124,12 +126,32 @@ static int live(const strata_req *reqs, int n) {
   return k;
 }
 
+/* Takes in the workers' notes that their checkpoint parts are on disk
+ * (publishing each checkpoint once all its parts are). */
+static int listen_checkpoints(coord *c) {
+  strata_transport *t = c->t;
+  for (;;) {
+    int got = 0, src = 0;
+    void *buf = NULL;
+    size_t len = 0;
+    int rc = t->poll(t->impl, TAG_CKPT, &got, &src, &buf, &len);
+    if (rc || !got) return rc;
+    if (len != sizeof(ckpt_note) || ((ckpt_note *)buf)->worker != src - 1)
+      rc = strata_err_set(STRATA_ECOMM, "coordinator: a checkpoint note of %zu bytes from rank %d",
+                          len, src);
+    if (!rc) rc = strata__ckpt_note(&c->ck, &c->agg, buf);
+    strata_free(buf);
+    if (rc) return rc;
+  }
+}
+
 static int poll_coord(void *ctx, int *done, int *progressed) {
   coord_wait *cw = ctx;
   coord *c = cw->c;
   int before = live(cw->reqs, cw->n) - c->n_heard, all = 1;
   int rc = cw->n ? c->t->test_all(c->t->impl, cw->reqs, cw->n, &all) : 0;
   if (!rc) rc = listen_failures(c);
+  if (!rc && !cw->call_off && c->opts->checkpoint_dir) rc = listen_checkpoints(c);
   *progressed = live(cw->reqs, cw->n) - c->n_heard < before;
   *done = all && (!cw->call_off || c->n_heard == c->setup.workers);
   if (!rc && !cw->call_off && c->fail_rc) rc = strata_err_set(c->fail_rc, "%s", c->fail_msg);
@@ -266,7 +288,13 @@ static int ship(coord *c, strata_transport *t, void *sched_buf, size_t sched_len
     bundles[w] = bundle;
     size_t off = 0;
     for (int i = 0; i < n; i++) {
-      memcpy(bundle + off, list[i]->buf, list[i]->len);
+      /* A resumed worker gets back its own copy where it kept one. */
+      const void *src = list[i]->buf;
+      if (c->ck.rot_of && list[i] >= p->rotating && list[i] < p->rotating + p->n_rotating) {
+        void *own = c->ck.rot_of[(size_t)w * (size_t)p->n_rotating + (size_t)(list[i] - p->rotating)];
+        if (own) src = own;
+      }
+      memcpy(bundle + off, src, list[i]->len);
       off += list[i]->len;
       int is_data = list[i] >= p->data && list[i] < p->data + p->n_data;
       int is_eval = p->eval && list[i] >= p->eval && list[i] < p->eval + p->n_data;
@@ -278,7 +306,8 @@ static int ship(coord *c, strata_transport *t, void *sched_buf, size_t sched_len
     for (size_t o = 0; o < total && !rc; o += STRATA__PIECE)
       rc = send_all(t, &rs, bundle + o, total - o < STRATA__PIECE ? total - o : STRATA__PIECE, dst,
                     TAG_BLOCK);
-    if (!rc && p->global.len) rc = send_all(t, &rs, p->global.buf, p->global.len, dst, TAG_GLOBAL);
+    const void *g = c->ck.global_of && c->ck.global_of[w] ? c->ck.global_of[w] : p->global.buf;
+    if (!rc && p->global.len) rc = send_all(t, &rs, g, p->global.len, dst, TAG_GLOBAL);
   }
   if (!rc) rc = wait_all(c, rs.r, rs.n);
   /* Workers may still be reading the bundles: they stop first. */
@@ -353,17 +382,31 @@ static int run_coordinator(coord *c, strata_transport *t) {
   pass_report *reps = NULL;
   int P = c->setup.workers;
   double t0 = strata_now();
-  int rc = strata__coordinator_load(c->run, &c->prob, &c->sched);
+  /* A resume refused for its settings costs no loading. */
+  int rc = strata__ckpt_open(&c->ck, c->app, c->opts, &c->setup, c->run->all_rotating);
+  if (!rc) rc = strata__coordinator_load(c->run, &c->prob, &c->sched);
+  if (!rc) rc = strata__ckpt_loaded(&c->ck, &c->prob, &c->sched, &c->agg);
   if (!rc) rc = strata_schedule_pack(&c->sched, &sched_buf, &sched_len);
   if (rc) {
     strata__coordinator_fail(t, rc);
     goto done;
   }
   c->res->load_s = strata_now() - t0;
+  if (c->ck.start_pass == c->setup.passes) {
+    /* Resumed with nothing left to run: the checkpoint's model and
+     * metrics are the run's; the workers end at once. */
+    strata__coordinator_fail(t, STRATA__SETUP_NOTHING);
+    c->res->workers_done = 1;
+    strata__agg_start(&c->agg);
+    rc = strata__agg_finish(&c->agg);
+    if (!rc) rc = export_model(c);
+    goto done;
+  }
 
   setup_header h;
   memset(&h, 0, sizeof h);
   h.has_eval = p->eval != NULL;
+  h.start_pass = c->ck.start_pass;
   h.n_data = p->n_data;
   h.n_resident = p->n_resident;
   h.n_rotating = p->n_rotating;
@@ -401,7 +444,7 @@ static int run_coordinator(coord *c, strata_transport *t) {
   if ((rc = strata__agg_decide_first(&c->agg))) goto done;
   c->res->setup_s = strata_now() - t1;
   strata__agg_start(&c->agg);
-  for (int pass = 0; pass < c->agg.run_passes && !rc; pass++) {
+  for (int pass = c->agg.start_pass; pass < c->agg.run_passes && !rc; pass++) {
     c->rx.n = 0;
     for (int w = 0; w < P && !rc; w++)
       rc = t->irecv(t->impl, &reps[w], sizeof reps[w], w + 1, TAG_REPORT, reqset_next(&c->rx));
@@ -438,7 +481,8 @@ static int run_coordinator(coord *c, strata_transport *t) {
   if (rc) goto done;
   c->res->peers_blocked = 0;
   c->res->workers_done = 1;
-  rc = verdict ? verdict : export_model(c);
+  rc = verdict ? verdict : strata__ckpt_finish(&c->ck);
+  if (!rc) rc = export_model(c);
 done:
   fail_run(c, rc);
   strata_free(sched_buf);
@@ -454,12 +498,14 @@ int strata__coordinator_run(const strata__run *run, strata_transport *t, strata_
              .setup = run->setup, .res = result, .t = t};
   c.agg = (strata__agg){.app = run->app, .cfg = run->cfg, .opts = run->opts, .setup = run->setup,
                         .prob = &c.prob, .res = result, .lag = run->lag,
-                        .publish = publish, .publish_ud = &c};
+                        .publish = publish, .publish_ud = &c,
+                        .summed = strata__ckpt_summed, .summed_ud = &c.ck};
   int rc = strata__agg_open(&c.agg);
   if (rc) strata__coordinator_fail(t, rc);
   else rc = run_coordinator(&c, t);
   strata_schedule_close(&c.sched);
   strata__agg_close(&c.agg);
+  strata__ckpt_close(&c.ck);
   strata_free(c.ctl_sends.r);
   strata_free(c.rx.r);
   strata_free(c.heard);

@@ -11,7 +11,7 @@
  *     begin_subepoch(s)
  *     for each task, for each chunk c: acquire, the app's compute, release
  *     end_subepoch(s)
- *   end_pass, stats, evaluate
+ *   end_pass, stats, evaluate, and checkpoint when one follows the pass
  * and at the end close (also after a stop verdict, with stopped = 1) and
  * free. Every call returns 0 or a negative code with a message; after a
  * failure only free is called.
@@ -67,6 +67,12 @@ struct strata__backend {
    * the app's evaluate) and hands its report to w->report, now or later
    * (reports go out in pass order). */
   int (*evaluate)(void *be, int pass, pass_report *rep);
+  /* After evaluate, when a checkpoint follows the pass (strata__ckpt_due):
+   * writes this worker's part (strata__worker_ckpt) once its state is that
+   * of the pass's end, now or later (the tables: when the pass's snapshot
+   * lands). A back-end that starts at a resumed pass takes w->start_pass
+   * at open. */
+  int (*checkpoint)(void *be, int pass);
   /* Work that must go on while the verdict is awaited; NULL: none. */
   int (*idle)(void *be);
   /* Settles: every transfer complete, every report out, the final model in

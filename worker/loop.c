@@ -6,7 +6,9 @@
  */
 #include <string.h>
 
+#include "comm/live.h"
 #include "core/sf.h"
+#include "core/wait.h"
 #include "strata/core.h"
 #include "worker/backend.h"
 
@@ -73,6 +75,7 @@ static int run_pass(strata__worker *w, const strata__backend *b, void *be, int p
         st->apply_s += t2 - t1;
         if (!rc) rc = b->release(be, &tv, st);
         if (fs) ++*clock;
+        strata__step();
       }
     }
     if (!rc) rc = b->end_subepoch(be, pass, s, st);
@@ -95,11 +98,12 @@ int strata__worker_loop(strata__worker *w) {
   /* A sufficient-factor app's factors, for a matrix of the rotating
    * block's shape (D rows of J floats); clocks count its tasks. */
   strata_sf_factors fs;
-  int64_t clock = 0;
+  int64_t clock = (int64_t)w->start_pass * strata__tasks_per_pass(w);
   if (w->app->sf) strata__sf_init(&fs, w->rot[0].row_bytes / sizeof(float), w->rot[0].nrows);
   double ctl[STRATA_MAX_CONTROLS];
-  for (int pass = 0; pass < w->setup.passes && !rc; pass++) {
+  for (int pass = w->start_pass; pass < w->setup.passes && !rc; pass++) {
     pass_report rep;
+    strata__live_pass(pass);
     strata__report_begin(&rep, pass, w->me);
     strata_partials_init(w->app, rep.partials);
     strata_worker_stats *st = &rep.stats;
@@ -119,7 +123,10 @@ int strata__worker_loop(strata__worker *w) {
     b->stats(be, st);
     st->wait_s += verdict_s;
     rc = b->evaluate(be, pass, &rep);
+    strata__step();
+    if (!rc && strata__ckpt_due(w, pass)) rc = b->checkpoint(be, pass);
   }
+  strata__live_pass(w->setup.passes);
   if (!rc) rc = b->close(be, w->stopped);
   w->waiting = NULL;
   w->waiting_ctx = NULL;

@@ -36,6 +36,7 @@ typedef struct ring {
    * is next computed. */
   void **spare;
   int *in_spare;      /* r: the posted receive targets spare[r] */
+  int ckpt_pass;      /* the pass whose checkpoint is being written */
 } ring;
 
 static int holder(const strata__worker *w, const ring *rg, int s, int r) {
@@ -187,6 +188,22 @@ static int held_subepoch(const ring *rg, int pass, int passes) {
   return pass + 1 < passes ? 0 : rg->S - 1;
 }
 
+/* Completes every transfer: each rotating block is then where the next
+ * pass starts it (after the last pass, where the last sub-epoch left it:
+ * held_subepoch). The waiting counts where the caller's time goes
+ * (evaluation, a checkpoint, the end), not as the pass's waits. */
+static int settle_blocks(strata__worker *w, ring *rg) {
+  strata_worker_stats drain = {0};
+  int rc = 0;
+  for (int r = 0; r < w->sched.n_rotating && !rc && w->t; r++) {
+    for (int c = 0; c < rg->depth && rg->incoming[r] && !rc; c++)
+      rc = strata_comm_wait(w->t, &rg->recv[r * rg->depth + c]);
+    if (!rc) rc = finish_sends(w, rg, r, &drain);
+    if (!rc) rc = adopt_incoming(w, rg, r, &drain);
+  }
+  return rc;
+}
+
 /* After a pass: complete every transfer, give every worker a copy of the
  * whole model, and score the eval blocks this worker owns. */
 static int evaluate(strata__worker *w, ring *rg, int pass, double *partials,
@@ -195,14 +212,7 @@ static int evaluate(strata__worker *w, ring *rg, int pass, double *partials,
   int rc = 0, nrot = w->sched.n_rotating;
   strata_req *reqs = NULL;
   if (w->t) {
-    /* Draining belongs to evaluation (eval_s), not to the pass's waits. */
-    strata_worker_stats drain = {0};
-    for (int r = 0; r < nrot; r++) {
-      for (int c = 0; c < rg->depth && rg->incoming[r]; c++)
-        if ((rc = strata_comm_wait(w->t, &rg->recv[r * rg->depth + c]))) return rc;
-      if ((rc = finish_sends(w, rg, r, &drain))) return rc;
-      if ((rc = adopt_incoming(w, rg, r, &drain))) return rc;
-    }
+    if ((rc = settle_blocks(w, rg))) return rc;
     int hs = held_subepoch(rg, pass, w->setup.passes);
     if (rg->P > 1) {
       reqs = strata_calloc((size_t)nrot * (size_t)rg->P, sizeof *reqs);
@@ -401,17 +411,34 @@ static int ring_evaluate(void *be, int pass, pass_report *rep) {
 /* Leaves no transfer behind: export and free need settled buffers. */
 static int ring_close(void *be, int stopped) {
   ring *rg = be;
-  strata__worker *w = rg->w;
   (void)stopped;
-  int rc = 0;
-  for (int r = 0; r < w->sched.n_rotating && !rc && w->t; r++) {
-    for (int c = 0; c < rg->depth && rg->incoming[r] && !rc; c++)
-      rc = strata_comm_wait(w->t, &rg->recv[r * rg->depth + c]);
-    strata_worker_stats dummy = {0};
-    if (!rc) rc = finish_sends(w, rg, r, &dummy);
-    if (!rc) rc = adopt_incoming(w, rg, r, &dummy);
-  }
+  return settle_blocks(rg->w, rg);
+}
+
+/* The checkpoint's entries: this worker's resident blocks, the rotating
+ * blocks it holds once the pass's transfers have landed, its copy of the
+ * global block (copies may differ in their last bits: each keeps its own). */
+static int ring_ckpt_add(void *ctx, strata__part_writer *pw) {
+  ring *rg = ctx;
+  strata__worker *w = rg->w;
+  int rc = strata__ckpt_add_residents(w, pw, NULL);
+  int hs = held_subepoch(rg, rg->ckpt_pass, w->setup.passes);
+  for (int r = 0; r < w->sched.n_rotating && !rc; r++)
+    if (holder(w, rg, hs, r) == w->me && w->rot[r].len)
+      rc = strata__part_add(pw, STRATA__CK_ROTATING, r, 0, w->rot[r].buf, w->rot[r].len);
+  if (!rc && w->global)
+    rc = strata__part_add(pw, STRATA__CK_GLOBAL, 0, 0, w->global->buf, w->global->len);
   return rc;
+}
+
+/* At a pass boundary nothing is half done: once the pass's transfers have
+ * landed, every block holds exactly the pass's updates (the global copy
+ * took every worker's last delta at end_pass). */
+static int ring_checkpoint(void *be, int pass) {
+  ring *rg = be;
+  int rc = settle_blocks(rg->w, rg);
+  rg->ckpt_pass = pass;
+  return rc ? rc : strata__worker_ckpt(rg->w, pass, ring_ckpt_add, rg);
 }
 
 /* Scheduled and serial modes take none of the table or sfb settings. */
@@ -475,6 +502,7 @@ const strata__backend strata__ring_backend = {
     .end_pass = ring_end_pass,
     .stats = ring_stats,
     .evaluate = ring_evaluate,
+    .checkpoint = ring_checkpoint,
     .idle = NULL,
     .close = ring_close,
     .free = ring_free,

@@ -21,6 +21,16 @@ typedef struct mpi_worker {
   int rc; /* once settled: the code this worker leaves with */
 } mpi_worker;
 
+/* This worker's checkpoint part is on disk: the coordinator writes the
+ * manifest once every part is. */
+static int send_ckpt_note(void *ud, const ckpt_note *n) {
+  strata__worker *w = &((mpi_worker *)ud)->w;
+  strata_req rq = {0};
+  int rc = w->t->isend(w->t->impl, n, sizeof *n, 0, TAG_CKPT, &rq);
+  if (!rc) rc = strata_comm_wait(w->t, &rq);
+  return rc;
+}
+
 static int send_report(void *ud, const pass_report *rep) {
   strata__worker *w = &((mpi_worker *)ud)->w;
   strata_req rq = {0};
@@ -40,10 +50,12 @@ static int mpi_control(void *ud, int pass, pass_control *out) {
   if (!w->waiting) {
     rc = strata_comm_wait_idle(w->t, &rq);
   } else {
+    strata__wait_enter();
     for (int done = 0; !rc;) {
       if ((rc = w->t->test(w->t->impl, &rq, &done)) || done) break;
       rc = w->waiting(w->waiting_ctx);
     }
+    strata__wait_leave();
   }
   if (!rc && out->pass != pass)
     rc = strata_err_set(STRATA_ECOMM, "worker %d: verdict for pass %d while starting pass %d", w->me,
@@ -113,6 +125,10 @@ static int receive_setup(strata__worker *w, setup_header *h) {
     return h->status;
   }
   w->has_eval = h->has_eval;
+  w->start_pass = h->start_pass;
+  if (h->start_pass < 0 || h->start_pass > w->setup.passes)
+    return strata_err_set(STRATA_ECOMM, "worker %d: set-up starts at pass %d of %d", w->me,
+                          h->start_pass, w->setup.passes);
   void *meta = NULL, *sched = NULL;
   block_desc *desc = NULL;
   if (h->meta_len) {
@@ -265,6 +281,7 @@ int strata__worker_main(const strata_app *app, void *cfg, const strata_engine_op
   w->me = t->rank - 1;
   strata_engine_setup(app, opts, t->size - 1, w->me, &w->setup);
   w->report = send_report;
+  w->ckpt_done = send_ckpt_note;
   w->report_ud = &m;
   w->control = mpi_control;
   w->settle = settle;
@@ -281,11 +298,11 @@ int strata__worker_main(const strata_app *app, void *cfg, const strata_engine_op
   memset(&h, 0, sizeof h);
   rc = receive_setup(w, &h);
   if (rc && h.status && rc == h.status) {
-    /* The coordinator called the run off before it began: nothing is in
-     * flight but the notice's receive. */
+    /* The coordinator called the run off before it began (or has no pass
+     * to run): nothing is in flight but the notice's receive. */
     strata__watch_free(m.watch);
     strata__worker_close(w);
-    return rc;
+    return h.status == STRATA__SETUP_NOTHING ? 0 : rc;
   }
   if (!rc) rc = start_together(w->t);
   strata__disrupt *dis = NULL;

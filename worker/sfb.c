@@ -203,6 +203,7 @@ static int poll_sets(void *ctx, int *done, int *progressed) {
 static int wait_until(strata__poll_fn poll, void *ctx, double *waited) {
   double t0 = strata_now();
   int rc = 0, done = 0, progressed;
+  strata__wait_enter();
   while (!rc && !done && strata_now() - t0 < SPIN_S) {
     rc = poll(ctx, &done, &progressed);
     if (!rc && !done) sched_yield();
@@ -211,6 +212,7 @@ static int wait_until(strata__poll_fn poll, void *ctx, double *waited) {
     strata__wait_conf wc = {.ceiling = STRATA__WAIT_PROMPT};
     rc = strata__wait(poll, ctx, &wc);
   }
+  strata__wait_leave();
   *waited += strata_now() - t0;
   return rc;
 }
@@ -364,12 +366,29 @@ static int sfb_nop_subepoch(void *be, int pass, int s, strata_worker_stats *st) 
 }
 
 /* The pass's end: the replica as the next clock would start on it; after
- * the last pass, with every set in. */
+ * the last pass, and before a checkpoint, with every set of the pass's
+ * clocks in: then the replica holds exactly the factors of every clock
+ * before the next, none later (a later set stays queued). */
 static int sfb_end_pass(void *be, int pass, strata_worker_stats *st) {
   sfb *b = be;
   b->st = st;
-  int last = pass == b->w->setup.passes - 1;
-  return bring_up_to(b, b->clock, last ? 0 : b->s);
+  int whole = pass == b->w->setup.passes - 1 || strata__ckpt_due(b->w, pass);
+  return bring_up_to(b, b->clock, whole ? 0 : b->s);
+}
+
+/* Full broadcast: every replica holds the same factors at the pass's end
+ * (the same bits under staleness 0), so worker 0's stands for all; under
+ * partial broadcast each replica is its own and each worker keeps it. */
+static int sfb_ckpt_add(void *ctx, strata__part_writer *pw) {
+  sfb *b = ctx;
+  int rc = strata__ckpt_add_residents(b->w, pw, NULL);
+  if (!rc && (b->me == 0 || b->Q < b->P - 1))
+    rc = strata__part_add(pw, STRATA__CK_ROTATING, 0, 0, b->W->buf, b->W->len);
+  return rc;
+}
+
+static int sfb_checkpoint(void *be, int pass) {
+  return strata__worker_ckpt(((sfb *)be)->w, pass, sfb_ckpt_add, be);
 }
 
 static void sfb_stats(void *be, strata_worker_stats *st) {
@@ -529,12 +548,11 @@ static int sfb_open(strata__worker *w, void **out) {
   b->drift_reqs = strata_calloc((size_t)b->P, sizeof *b->drift_reqs);
   if (!b->have || !b->queue || !b->out || !b->in || !b->is_in || !b->drift_reqs)
     return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
-  for (int q = 0; q < b->P; q++) b->have[q] = -1;
-  for (int e = 0; e < w->sched.n_subepochs; e++) {
-    int n;
-    strata_schedule_tasks(&w->sched, e, w->me, &n);
-    b->per_pass += n;
-  }
+  b->per_pass = strata__tasks_per_pass(w);
+  /* A resumed run starts at its checkpoint's clock, every earlier factor
+   * in the replica. */
+  b->clock = b->next = (int64_t)w->start_pass * b->per_pass;
+  for (int q = 0; q < b->P; q++) b->have[q] = b->clock - 1;
   if (b->Q) {
     strata__topology topo;
     int rc = strata__sfb_topology(b->P, b->Q, &topo);
@@ -638,6 +656,7 @@ const strata__backend strata__sfb_backend = {
     .end_pass = sfb_end_pass,
     .stats = sfb_stats,
     .evaluate = sfb_evaluate,
+    .checkpoint = sfb_checkpoint,
     .idle = sfb_idle,
     .close = sfb_close,
     .free = sfb_free,

@@ -28,6 +28,7 @@
 /* A pass whose report waits for its snapshot. */
 typedef struct pending {
   pass_report rep;
+  int ckpt;      /* a checkpoint follows the pass: its part is written from the snapshot */
   int32_t snap;  /* the table snapshot that scores it; 0: unscored */
   float *rows;   /* snapshot rows, table layout */
   float *res;    /* copies of the resident blocks evaluate reads (res_off) */
@@ -53,7 +54,14 @@ typedef struct psw {
   uint32_t *need;      /* table rows a score reads, ascending */
   uint32_t n_need, n_rows;
   size_t *res_off;     /* per resident block: offset into pending.res, or SIZE_MAX */
+  unsigned char *res_scored; /* per resident block: scoring reads it (else only a
+                              checkpoint does) */
   size_t res_len;      /* bytes of the resident copies */
+  /* checkpoints: the rows a checkpoint's snapshot asks for (the scoring
+   * rows and this worker's shard), ascending */
+  int ckpt;
+  uint32_t *need_ck;
+  uint32_t n_need_ck;
   pending *q;          /* waiting passes, oldest first: q[0..n_q) */
   int n_q;
   size_t cap_q;
@@ -61,8 +69,10 @@ typedef struct psw {
   int n_pool;
   size_t cap_pool;
   int32_t snap_id;     /* snapshot asked for in this pass, 0 none */
+  int snap_ckpt;       /* ... and a checkpoint follows the pass */
   float *snap_rows;
   double scored_s;     /* time spent scoring earlier passes during this one */
+  pending *ckpt_e;     /* the pass whose checkpoint part is being written */
   long chunks;         /* chunks per pass */
   long done;           /* chunks done in this pass */
 } psw;
@@ -129,7 +139,7 @@ static int tables_acquire(void *be, strata_task_view *tv, strata_worker_stats *s
   return 0;
 }
 
-static int end_pass_clock(psw *p, int last);
+static int end_pass_clock(psw *p, int pass, int last);
 static int drain(psw *p, int wait);
 
 /* The chunk's changes go back as deltas; K clocks per pass end at the
@@ -149,7 +159,8 @@ static int tables_release(void *be, const strata_task_view *tv, strata_worker_st
   p->dirty = 1;
   long done = ++p->done;
   if (!rc && p->per_pass && (done * p->per_pass) / p->chunks > ((done - 1) * p->per_pass) / p->chunks) {
-    rc = done == p->chunks ? end_pass_clock(p, tv->pass == w->setup.passes - 1) : end_clock(p);
+    rc = done == p->chunks ? end_pass_clock(p, tv->pass, tv->pass == w->setup.passes - 1)
+                           : end_clock(p);
     /* Earlier passes' snapshots may have come meanwhile. */
     if (!rc && p->n_q) rc = drain(p, 0);
   }
@@ -166,7 +177,9 @@ static int plan_scoring(psw *p) {
   p->n_rows = p->off[nrot] + (w->global ? w->global->nrows : 0);
   p->need = strata_malloc(((size_t)p->n_rows + 1) * sizeof *p->need);
   p->res_off = strata_malloc(((size_t)w->sched.n_resident + 1) * sizeof *p->res_off);
-  if (!p->need || !p->res_off) return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
+  p->res_scored = strata_malloc((size_t)w->sched.n_resident + 1);
+  if (!p->need || !p->res_off || !p->res_scored)
+    return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
   for (int i = 0; i < w->sched.n_resident; i++) p->res_off[i] = SIZE_MAX;
   for (int r = 0; r < nrot; r++) {
     int need = w->app->block_objective && r % P == w->me;
@@ -188,6 +201,23 @@ static int plan_scoring(psw *p) {
   if (w->global && (do_eval || (w->app->block_objective && w->me == 0)))
     for (uint32_t g = p->off[nrot]; g < p->n_rows; g++) p->need[p->n_need++] = g;
   p->scores = do_eval || w->app->block_objective;
+  for (int i = 0; i < w->sched.n_resident; i++) p->res_scored[i] = p->res_off[i] != SIZE_MAX;
+  if (!p->ckpt) return 0;
+  /* A checkpoint keeps every resident block this worker owns as it was at
+   * the pass's end, and its shard's rows of the snapshot. */
+  for (int i = 0; i < w->sched.n_resident; i++)
+    if (p->res_off[i] == SIZE_MAX && strata_schedule_resident_owner(&w->sched, i) == w->me) {
+      p->res_off[i] = p->res_len;
+      p->res_len += (w->res[i].len + 63) & ~(size_t)63;
+    }
+  p->need_ck = strata_malloc(((size_t)p->n_rows + 1) * sizeof *p->need_ck);
+  if (!p->need_ck) return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
+  uint32_t i = 0;
+  for (uint32_t g = 0; g < p->n_rows; g++) {
+    while (i < p->n_need && p->need[i] < g) i++;
+    if (g % (uint32_t)P == (uint32_t)w->me || (i < p->n_need && p->need[i] == g))
+      p->need_ck[p->n_need_ck++] = g;
+  }
   return 0;
 }
 
@@ -215,19 +245,24 @@ static void give_buffer(psw *p, float *b) {
   p->pool[p->n_pool++] = b;
 }
 
-/* Asks for the snapshot that scores this pass: the table as it will be
+/* Asks for the snapshot that scores pass `pass`: the table as it will be
  * once every worker has ended the clock this worker is about to end. The
- * last pass with --model-out asks for every row: the exported model. */
-static int request_snapshot(psw *p, int last) {
+ * last pass with --model-out asks for every row: the exported model; a pass
+ * a checkpoint follows, also this worker's shard (the part it writes). */
+static int request_snapshot(psw *p, int pass, int last) {
   strata__worker *w = p->w;
-  if (!p->scores && !(last && w->opts->model_out)) return 0;
+  int ckpt = strata__ckpt_due(w, pass);
+  if (!p->scores && !(last && w->opts->model_out) && !ckpt) return 0;
   p->snap_rows = take_buffer(p);
   if (!p->snap_rows) return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory for a snapshot", w->me);
   p->snap_id = strata_table_current_clock(p->tb) + 1;
+  p->snap_ckpt = ckpt;
   if (last && w->opts->model_out) {
     for (uint32_t g = 0; g < p->n_rows; g++) p->need[g] = g;
     p->n_need = p->n_rows;
   }
+  if (ckpt && p->n_need < p->n_rows)
+    return strata_table_snapshot_request(p->tb, p->need_ck, p->n_need_ck, p->snap_rows);
   return strata_table_snapshot_request(p->tb, p->need, p->n_need, p->snap_rows);
 }
 
@@ -273,6 +308,29 @@ static void adopt_snapshot(psw *p, const float *rows) {
   if (w->global) memcpy(w->global->buf, rows + (size_t)p->off[nrot] * p->L, w->global->len);
 }
 
+/* The checkpoint's entries: the resident blocks this worker owns as they
+ * were at the pass's end, and its shard's rows of the pass's snapshot
+ * (table rows me, me + P, ...): every worker's updates of the clocks
+ * before the snapshot's, none later. */
+static int tables_ckpt_add(void *ctx, strata__part_writer *pw) {
+  psw *p = ctx;
+  pending *e = p->ckpt_e;
+  strata__worker *w = p->w;
+  int P = w->sched.n_workers, nres = w->sched.n_resident;
+  void **bufs = strata_calloc((size_t)nres + 1, sizeof *bufs);
+  if (!bufs) return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
+  for (int i = 0; i < nres && !e->res_live; i++)
+    if (p->res_off[i] != SIZE_MAX) bufs[i] = (char *)e->res + p->res_off[i];
+  int rc = strata__ckpt_add_residents(w, pw, bufs);
+  strata_free(bufs);
+  uint32_t n = p->n_rows > (uint32_t)w->me ? (p->n_rows - (uint32_t)w->me + (uint32_t)P - 1) / (uint32_t)P : 0;
+  size_t row = (size_t)p->L * sizeof(float);
+  if (!rc) rc = strata__part_open_entry(pw, STRATA__CK_TABLE_ROWS, w->me, p->L, (uint64_t)n * row);
+  for (uint32_t g = (uint32_t)w->me; g < p->n_rows && !rc; g += (uint32_t)P)
+    rc = strata__part_write(pw, e->rows + (size_t)g * p->L, row);
+  return rc;
+}
+
 /* A pass whose snapshot is in (or that has none): scores it, keeps the
  * last pass's snapshot as the final model, reports it. The time counts as
  * scoring done outside the pass under way. */
@@ -280,6 +338,10 @@ static int complete(psw *p, pending *e) {
   strata__worker *w = p->w;
   double t0 = strata_now();
   int rc = e->snap ? score(p, e) : 0;
+  if (!rc && e->ckpt) {
+    p->ckpt_e = e;
+    rc = strata__worker_ckpt(w, e->rep.pass, tables_ckpt_add, p);
+  }
   if (!rc && e->rows && e->rep.pass == w->setup.passes - 1 && w->opts->model_out)
     adopt_snapshot(p, e->rows);
   p->scored_s += strata_now() - t0;
@@ -315,9 +377,11 @@ static int queue_pass(psw *p, const pass_report *rep, int last) {
   e->rep = *rep;
   e->snap = p->snap_id;
   e->rows = p->snap_rows;
+  e->ckpt = p->snap_ckpt;
   e->rep.unscored = !p->snap_id && p->scores;
   p->snap_id = 0;
   p->snap_rows = NULL;
+  p->snap_ckpt = 0;
   if (e->snap) {
     int done = 0, rc = 0;
     if (p->n_q == 1 && (rc = strata_table_snapshot_test(p->tb, e->snap, last, &done))) return rc;
@@ -329,7 +393,7 @@ static int queue_pass(psw *p, const pass_report *rep, int last) {
     }
     e->res = (float *)((char *)e->rows + rows_bytes(p));
     for (int i = 0; i < w->sched.n_resident; i++)
-      if (p->res_off[i] != SIZE_MAX && w->res[i].len)
+      if (p->res_off[i] != SIZE_MAX && w->res[i].len && (p->res_scored[i] || e->ckpt))
         memcpy((char *)e->res + p->res_off[i], w->res[i].buf, w->res[i].len);
   }
   return drain(p, last);
@@ -382,7 +446,9 @@ static int open_table(psw *p) {
                             .prefetch = o->prefetch,
                             .prefetch_period = strata__clocks_per_pass(o->wpc),
                             .snapshots = (w->has_eval && w->app->evaluate) ||
-                                         w->app->block_objective || o->model_out};
+                                         w->app->block_objective || o->model_out || p->ckpt,
+                            .start_clock = p->per_pass ? w->start_pass * p->per_pass
+                                                       : w->start_pass / p->span};
   int rc = strata_table_open(w->t, &conf, init, &p->tb);
   strata_free(init);
   return rc;
@@ -422,10 +488,10 @@ static int tables_idle(void *be) {
   return rc ? rc : drain(p, 0);
 }
 
-/* Ends the clock that closes a pass, asking first for the snapshot that
- * scores it. */
-static int end_pass_clock(psw *p, int last) {
-  int rc = request_snapshot(p, last);
+/* Ends the clock that closes pass `pass`, asking first for the snapshot
+ * that scores it. */
+static int end_pass_clock(psw *p, int pass, int last) {
+  int rc = request_snapshot(p, pass, last);
   return rc ? rc : end_clock(p);
 }
 
@@ -450,6 +516,8 @@ static void tables_free(void *be) {
   strata_free(p->delta);
   strata_free(p->need);
   strata_free(p->res_off);
+  strata_free(p->res_scored);
+  strata_free(p->need_ck);
   for (int i = 0; i < p->n_q; i++) strata_free(p->q[i].rows);
   strata_free(p->q);
   for (int i = 0; i < p->n_pool; i++) strata_free(p->pool[i]);
@@ -466,6 +534,12 @@ static int tables_open(strata__worker *w, void **out) {
   int nrot = w->sched.n_rotating, rc;
   p->off = strata_calloc((size_t)nrot + 1, sizeof *p->off);
   if (!p->off) return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
+  p->ckpt = w->opts->checkpoint_dir != NULL;
+  p->per_pass = strata__clocks_per_pass(w->opts->wpc);
+  p->chunks = (long)strata__tasks_per_pass(w) * w->setup.depth;
+  /* A sufficient-factor app syncs every minibatch (a task): FMS. */
+  if (w->app->sf) p->per_pass = (int)p->chunks;
+  p->span = p->per_pass ? 0 : (int)w->opts->wpc;
   if ((rc = open_table(p)) || (rc = plan_scoring(p))) return rc;
   uint32_t maxrows = 0;
   for (int r = 0; r < nrot; r++)
@@ -475,16 +549,8 @@ static int tables_open(strata__worker *w, void **out) {
   p->gsnap = strata_malloc(w->global ? w->global->len : 1);
   if (!p->snap || !p->delta || !p->gsnap)
     return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
-  p->per_pass = strata__clocks_per_pass(w->opts->wpc);
-  p->straggle = w->me == 0; /* clock 0 */
-  for (int s = 0; s < w->sched.n_subepochs; s++) {
-    int n;
-    strata_schedule_tasks(&w->sched, s, w->me, &n);
-    p->chunks += (long)n * w->setup.depth;
-  }
-  /* A sufficient-factor app syncs every minibatch (a task): FMS. */
-  if (w->app->sf) p->per_pass = (int)p->chunks;
-  p->span = p->per_pass ? 0 : (int)w->opts->wpc;
+  /* A straggler straggles in clocks c with c mod P == its index. */
+  p->straggle = strata_table_current_clock(p->tb) % w->sched.n_workers == w->me;
   return 0;
 }
 
@@ -511,9 +577,9 @@ static int tables_end_pass(void *be, int pass, strata_worker_stats *st) {
   psw *p = be;
   (void)st;
   int rc = 0, last = pass == p->w->setup.passes - 1;
-  if (p->span && (pass + 1) % p->span == 0) rc = end_pass_clock(p, last);
+  if (p->span && (pass + 1) % p->span == 0) rc = end_pass_clock(p, pass, last);
   /* The last clock may be partial: its work must reach everyone. */
-  if (!rc && last && p->dirty) rc = end_pass_clock(p, last);
+  if (!rc && last && p->dirty) rc = end_pass_clock(p, pass, last);
   return rc;
 }
 
@@ -537,6 +603,12 @@ static int tables_evaluate(void *be, int pass, pass_report *rep) {
   if (!rc) rc = queue_pass(p, rep, pass == w->setup.passes - 1);
   p->scored_s = 0;
   return rc;
+}
+
+/* The part is written when the pass's snapshot lands (complete). */
+static int tables_checkpoint(void *be, int pass) {
+  (void)be, (void)pass;
+  return 0;
 }
 
 static int tables_close(void *be, int stopped) {
@@ -589,6 +661,11 @@ static int tables_resolve(strata_engine_opts *o, int s_given, int wpc_given, int
    * updates, and the model the workers' sums make swings (docs/cli.md,
    * "Prefetch", has the measurements). With s = 0 both ask for the same rows. */
   if (!pf_given) o->prefetch = STRATA_PREFETCH_AGGRESSIVE;
+  if (o->checkpoint_dir && o->wpc > 1 && o->checkpoint_every % (int)o->wpc)
+    return strata_err_set(STRATA_EUSAGE,
+                          "--checkpoint-every %d ends inside a clock of --wpc %g passes: "
+                          "make it a multiple of %g",
+                          o->checkpoint_every, o->wpc, o->wpc);
   if (m == STRATA_MODE_ASYNC && o->prefetch != STRATA_PREFETCH_AGGRESSIVE)
     return strata_err_set(STRATA_EUSAGE,
                           "--mode async needs --prefetch aggressive: its reads never wait, so "
@@ -682,6 +759,7 @@ const strata__backend strata__table_backend = {
     .end_pass = tables_end_pass,
     .stats = tables_stats,
     .evaluate = tables_evaluate,
+    .checkpoint = tables_checkpoint,
     .idle = tables_idle,
     .close = tables_close,
     .free = tables_free,

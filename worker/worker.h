@@ -8,6 +8,7 @@
 #define STRATA_WORKER_WORKER_H
 
 #include "comm/protocol.h"
+#include "core/ckpt.h"
 #include "strata/app.h"
 #include "strata/engine.h"
 #include "strata/transport.h"
@@ -46,6 +47,10 @@ typedef struct strata__worker {
   int (*settle)(void *ud, int rc);
   int blocked;
   int stopped; /* the loop ended early on a stop verdict */
+  int start_pass; /* the first pass to run: 0, or what a resumed checkpoint holds */
+  /* This worker's part of a checkpoint is on disk: tells the coordinator
+   * (serial: the aggregator). */
+  int (*ckpt_done)(void *ud, const ckpt_note *n);
   /* the pass under way: its start, and the process CPU time then */
   double t_pass, cpu_pass;
 } strata__worker;
@@ -69,6 +74,18 @@ int strata__worker_loop(strata__worker *w);
 int strata__worker_score(strata__worker *w, int pass, double *partials);
 /* Sets the report's CPU time and span from the pass's start. */
 void strata__worker_stamp(const strata__worker *w, strata_worker_stats *st);
+/* Tasks of this worker per pass (a sufficient-factor app's clocks). */
+int strata__tasks_per_pass(const strata__worker *w);
+/* Whether a checkpoint follows pass `pass` (0-based). */
+int strata__ckpt_due(const strata__worker *w, int pass);
+/* Writes this worker's part of the checkpoint after pass `pass`: `add`
+ * writes its entries (strata__ckpt_add_residents and the back-end's own),
+ * then the part goes on disk and the coordinator is told. */
+int strata__worker_ckpt(strata__worker *w, int pass,
+                        int (*add)(void *ctx, strata__part_writer *pw), void *ctx);
+/* The resident blocks this worker owns, resident block i from bufs[i]
+ * (bufs NULL, or bufs[i] NULL: w->res[i] as it is). */
+int strata__ckpt_add_residents(strata__worker *w, strata__part_writer *pw, void *const *bufs);
 /* Clocks per pass for wpc < 1 (round(1/wpc)), 0 when a clock spans passes. */
 int strata__clocks_per_pass(double wpc);
 /* A straggler's delay of ms milliseconds, asleep or (spin) busy; returns

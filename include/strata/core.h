@@ -66,6 +66,28 @@ STRATA_EXPORT double strata_rng_normal(strata_rng *rng);
 /* splitmix64 step: a well-mixed hash of x, used to derive sub-seeds. */
 STRATA_EXPORT uint64_t strata_mix64(uint64_t x);
 
+/* ---- checksums ------------------------------------------------------ */
+/*
+ * A 64-bit checksum of bytes, for telling a damaged or different file from
+ * the one expected (checkpoint parts, the data a run loaded); not for
+ * security. Four lanes of 64-bit multiply-rotate rounds over 32-byte
+ * stripes, then a final mix: several GB/s, and the same value for the same
+ * bytes however they are split into updates. strata_hash64 is the one-shot
+ * form: strata_hash64(p, n, seed) equals init(seed), update(p, n), final.
+ */
+typedef struct strata_hash {
+  uint64_t v[4];
+  uint64_t total;          /* bytes so far */
+  unsigned char buf[32];   /* the stripe being filled */
+  uint32_t n;              /* bytes in buf */
+} strata_hash;
+
+STRATA_EXPORT void strata_hash_init(strata_hash *h, uint64_t seed);
+STRATA_EXPORT void strata_hash_update(strata_hash *h, const void *p, size_t len);
+/* The checksum of everything updated so far; h may go on being updated. */
+STRATA_EXPORT uint64_t strata_hash_final(const strata_hash *h);
+STRATA_EXPORT uint64_t strata_hash64(const void *p, size_t len, uint64_t seed);
+
 /* ---- logging --------------------------------------------------------- */
 typedef enum {
   STRATA_LOG_ERROR = 0,

@@ -51,6 +51,42 @@ typedef struct strata_engine_opts {
    * each pass (replica_digest in the metrics): with full broadcast and
    * staleness 0 they agree on every worker. Costs a pass over W a clock. */
   int check_replicas;
+
+  /* Checkpoints (docs/failure.md). With checkpoint_dir, a checkpoint is
+   * written there after every checkpoint_every passes (>= 1): each rank
+   * writes its own part, the coordinator a manifest naming them last, and
+   * the previous checkpoint is removed once the new one is complete. The
+   * directory must not hold a checkpoint already, unless the run resumes
+   * from it. With resume_dir, the run continues from the last complete
+   * checkpoint there: its parameters, metrics and verdicts so far; it is
+   * refused when the app, the mode, the number of workers, the data (size
+   * and checksum of what load produced) or a setting in `settings`
+   * differ, or a part is missing or damaged. A resumed scheduled or serial
+   * run equals the run it continues bit for bit; passes may be raised
+   * (equal to the checkpoint's passes, nothing runs and the checkpoint's
+   * model is exported). Every rank must see the directories (a shared
+   * file system): the coordinator reads every part when it resumes. */
+  const char *checkpoint_dir;
+  int checkpoint_every;
+  const char *resume_dir;
+  /* The settings that change a run's result, "name=value" each (a program
+   * on strata_main: every option not marked STRATA_OPT_RESUMABLE), which
+   * a checkpoint records and a resume compares; NULL: none. */
+  const char *const *settings;
+  int n_settings;
+  /* Losing a rank (docs/failure.md). Every rank watches the others over
+   * its own connection to the coordinator: a rank that dies (killed,
+   * crashed, out of memory) is noticed at once, one that stops making
+   * progress (stopped, livelocked) after stall_timeout seconds (0: the
+   * default, from the pass times seen so far). Then on_lost is called
+   * once, from the engine's watchdog thread, with a message naming the
+   * lost rank and the pass, and with report = 1 on the one rank that
+   * should print it (rank 0, or worker 0 when rank 0 is the one lost);
+   * the engine then ends this process with exit code 1 at once (MPI
+   * cannot be finalized with a rank gone). NULL: the process just ends. */
+  double stall_timeout;
+  void (*on_lost)(void *ud, const char *msg, int report);
+  void *on_lost_ud;
 } strata_engine_opts;
 
 /* Checks the mode's settings and fills its defaults: staleness < 0 means
@@ -170,6 +206,16 @@ typedef struct strata_run_result {
    * whether tau is proven minimal. Zero in other modes. */
   int sfb_peers, sfb_tau, sfb_tau_lower, sfb_tau_optimal;
   int *sfb_topology;
+  /* Checkpoints: passes restored by --resume (0: none; per_pass and the
+   * totals then hold those passes as the earlier run measured them), the
+   * checkpoints this run wrote, the passes of the last one (-1: none) and
+   * the bytes of its parts, and the seconds the slowest worker spent
+   * writing its parts (outside every pass's time_s). */
+  int resumed_passes;
+  int checkpoints;
+  int checkpoint_last;
+  uint64_t checkpoint_bytes;
+  double checkpoint_s;
 } strata_run_result;
 
 /*

@@ -29,7 +29,13 @@ typedef enum {
   STRATA_OPT_SPEC,   /* const char *: "key=value[,key=value...]" (see below) */
 
   /* Or-ed into a numeric type: min itself is out of bounds, (min, max]. */
-  STRATA_OPT_OPEN_MIN = 0x100
+  STRATA_OPT_OPEN_MIN = 0x100,
+  /* Or-ed into any type: the option does not change what a run computes
+   * (an output path, logging, the number of passes, an input's path whose
+   * content is checked otherwise), so a run resumed from a checkpoint may
+   * give it another value. Every other option is one of the run's
+   * settings (strata_options_settings), which a resume must match. */
+  STRATA_OPT_RESUMABLE = 0x200
 } strata_opt_type;
 
 #define STRATA_OPT_TYPE_MASK 0xff
@@ -100,6 +106,15 @@ STRATA_EXPORT int strata_options_parse(const strata_optgroup *groups, int n_grou
 /* Writes the groups' options with metavars, help, choices, bounds and
  * defaults (a spec's keys with theirs). */
 STRATA_EXPORT void strata_options_help(FILE *f, const strata_optgroup *groups, int n_groups);
+
+/*
+ * The run's settings: "name=value" for every option not marked
+ * STRATA_OPT_RESUMABLE, values as strata_options_echo writes them. *out is
+ * an array of *n strings in one allocation (strata_free it). Returns 0 or
+ * STRATA_ENOMEM.
+ */
+STRATA_EXPORT int strata_options_settings(const strata_optgroup *groups, int n_groups,
+                                          char ***out, int *n);
 
 /* Writes "name=value" for every option (effective values), space separated
  * on one line per group, prefixed by `prefix`: an enum as its choice, a spec

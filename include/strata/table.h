@@ -72,6 +72,9 @@ typedef struct strata_table_conf {
                          holds a second copy of its rows and every batch
                          stamped after its clock (at most s + 1 clocks of
                          batches per worker under SSP; unbounded under async) */
+  int32_t start_clock; /* the clock every worker starts at (>= 0): init holds
+                          every update stamped before it (0 for a new run; a
+                          resumed run starts at its checkpoint's clock) */
 } strata_table_conf;
 
 typedef struct strata_table_stats {
@@ -92,7 +95,8 @@ typedef struct strata_table strata_table;
 /*
  * Opens this worker's side of a table; every worker calls it with the same
  * conf (except me) and the same initial values init (n_rows * row_len
- * floats), which count as stamped before clock 0, so caches start valid.
+ * floats), which count as stamped before clock conf->start_clock, so caches
+ * start valid.
  * Does not communicate. Returns 0, STRATA_EINVAL (also when the workers'
  * ranks or the two tags do not fit the transport) or STRATA_ENOMEM.
  */
@@ -124,7 +128,7 @@ STRATA_EXPORT int strata_table_peek_rows(const strata_table *tb, uint32_t lo, ui
 /* Ends this worker's clock: ships the oplog and runs the prefetcher. */
 STRATA_EXPORT int strata_table_clock(strata_table *tb);
 
-/* This worker's clock (0 before the first strata_table_clock). */
+/* This worker's clock (conf.start_clock before the first strata_table_clock). */
 STRATA_EXPORT int strata_table_current_clock(const strata_table *tb);
 
 /*
