@@ -31,6 +31,7 @@
 #define MAX_ADDRS 8
 #define CONNECT_MS 1000
 #define HELLO_S 3.0 /* rank 0 waits this long at most for every worker's connection */
+#define LINGER_S 0.3 /* a rank that ends the run waits this long at most for the others to go */
 
 enum { M_HELLO = 1, M_BEAT, M_LOST, M_BYE };
 
@@ -139,16 +140,41 @@ static void when(char *out, size_t n, int pass, int passes) {
     snprintf(out, n, "during pass %d of %d", pass + 1, passes);
 }
 
-/* The run is lost: every watched rank hears it, this rank reports (or not)
- * and ends. Stdout is not flushed: the main thread may hold its lock, and
- * nothing it holds matters now. */
-static void end_run(live *l, const char *msg, int report) {
-  if (l->rank == 0) {
-    for (int w = 0; w < l->P; w++) send_msg(l->by_worker[w], M_LOST, l);
-  } else {
-    send_msg(l->hub, M_LOST, l);
+/* The run is lost: every rank this one watches hears it (but `from`, who
+ * said so), this rank reports (or not) and ends. LOST goes before an
+ * orderly close (FIN), and this rank waits a moment for the others to close
+ * first: a process that ends with bytes unread resets its connections,
+ * and a reset can throw away the LOST still unread at the other end, which
+ * would then take the close for a death (`gone`, the lost rank, is not
+ * waited for). Stdout is not flushed: the main thread may hold its lock,
+ * and nothing it holds matters now. */
+static void end_run(live *l, const char *msg, int report, const conn *from, const conn *gone) {
+  /* mpirun may send SIGTERM as soon as another rank has ended: this one
+   * ends now, without the main thread's word on an interrupt. */
+  signal(SIGTERM, SIG_IGN);
+  signal(SIGINT, SIG_IGN);
+  struct pollfd fds[64];
+  int n = 0;
+  conn *one[1] = {l->hub};
+  conn **peers = l->rank == 0 ? l->by_worker : one;
+  int np = l->rank == 0 ? l->P : 1;
+  for (int i = 0; i < np; i++) {
+    conn *c = peers[i];
+    if (!c || c->fd < 0 || c == from) continue;
+    send_msg(c, M_LOST, l);
+    shutdown(c->fd, SHUT_WR);
+    /* The lost rank will not answer: no waiting for it. */
+    if (n < 64 && c != gone) fds[n++] = (struct pollfd){c->fd, POLLIN, 0};
   }
   if (msg && l->conf.on_lost) l->conf.on_lost(l->conf.ud, msg, report);
+  char sink[4096];
+  for (double until = strata_now() + LINGER_S; n > 0 && strata_now() < until;) {
+    if (poll(fds, (nfds_t)n, 20) <= 0) continue;
+    for (int i = 0; i < n; i++) {
+      if (!fds[i].revents) continue;
+      if (recv(fds[i].fd, sink, sizeof sink, MSG_DONTWAIT) <= 0) fds[i--] = fds[--n];
+    }
+  }
   _exit(1);
 }
 
@@ -173,14 +199,14 @@ static void lost_worker(live *l, const conn *c, const char *why) {
   hint(l, tail, 2200);
   snprintf(msg, sizeof msg, "worker %d (rank %d, pid %d on %s) was lost %s: %s%s", c->worker,
            c->worker + 1, c->pid, c->host, at, why, tail);
-  end_run(l, msg, 1);
+  end_run(l, msg, 1, NULL, c);
 }
 
 static void lost_hub(live *l, const char *why) {
   char msg[512], at[64];
   when(at, sizeof at, atomic_load(&g_pass), l->conf.passes);
   snprintf(msg, sizeof msg, "worker %d lost the coordinator (rank 0) %s: %s", l->rank - 1, at, why);
-  end_run(l, msg, l->rank == 1);
+  end_run(l, msg, l->rank == 1, NULL, l->hub);
 }
 
 static void close_conn(live *l, conn *c) {
@@ -227,7 +253,7 @@ static void take(live *l, conn *c, const live_msg *m) {
       return;
     case M_LOST:
       /* The other end found the run lost and reported it. */
-      end_run(l, NULL, 0);
+      end_run(l, NULL, 0, c, NULL);
       return;
     default:
       close_conn(l, c);
@@ -343,7 +369,7 @@ static void check_workers(live *l, double now) {
              "the run made no progress for %.1f s: every worker waits for another (stall timeout "
              "%.1f s)",
              still, T);
-    end_run(l, msg, 1);
+    end_run(l, msg, 1, NULL, NULL);
   }
 }
 

@@ -85,6 +85,14 @@ void strata_json_number(strata_json *j, const char *key, double value) {
     fputs("null", j->f);
 }
 
+void strata_json_double(strata_json *j, const char *key, double value) {
+  lead(j, key);
+  if (isfinite(value))
+    fprintf(j->f, "%.17g", value);
+  else
+    fputs("null", j->f);
+}
+
 void strata_json_int(strata_json *j, const char *key, int64_t value) {
   lead(j, key);
   fprintf(j->f, "%lld", (long long)value);

@@ -188,11 +188,29 @@ static int fill(FILE *f, void *ud) {
   strata_json_number(&j, "mean_pass_s", r->mean_pass_s);
   strata_json_number(&j, "window_pass_s", r->window_pass_s);
   for (int i = 0; i < app->n_objectives; i++)
-    strata_json_number(&j, app->objective_names[i], r->objectives[i]);
+    strata_json_double(&j, app->objective_names[i], r->objectives[i]);
   strata_json_number(&j, "coordinator_cpu_s", r->coordinator_cpu_s);
   strata_json_number(&j, "coordinator_wall_s", r->coordinator_wall_s);
   strata_json_number(&j, "coordinator_train_cpu_s", r->coordinator_train_cpu_s);
   strata_json_number(&j, "coordinator_cpu_frac", r->wall_s > 0 ? r->coordinator_train_cpu_s / r->wall_s : 0);
+  if (o && o->resume_dir) {
+    /* per_pass[0..passes) and the totals came from the checkpoint, as
+     * the run that wrote it measured them. */
+    strata_json_object_begin(&j, "resumed");
+    strata_json_string(&j, "from", o->resume_dir);
+    strata_json_int(&j, "passes", r->resumed_passes);
+    strata_json_object_end(&j);
+  }
+  if (o && o->checkpoint_dir) {
+    strata_json_object_begin(&j, "checkpoints");
+    strata_json_string(&j, "dir", o->checkpoint_dir);
+    strata_json_int(&j, "every", o->checkpoint_every);
+    strata_json_int(&j, "written", r->checkpoints);
+    strata_json_int(&j, "last_passes", r->checkpoint_last);
+    strata_json_int(&j, "last_bytes", (int64_t)r->checkpoint_bytes);
+    strata_json_number(&j, "write_s", r->checkpoint_s);
+    strata_json_object_end(&j);
+  }
   if (is_ps) {
     /* Over every pass and worker: the ESSP paper's staleness profile. */
     strata_worker_stats sum;
@@ -217,14 +235,15 @@ static int fill(FILE *f, void *ud) {
     strata_json_number(&j, "eval_s", ps->eval_s);
     strata_json_int(&j, "bytes_sent", (int64_t)ps->bytes_sent);
     strata_json_int(&j, "bytes_recv", (int64_t)ps->bytes_recv);
+    /* Exact: a resumed run's passes compare with a straight run's. */
     for (int i = 0; i < app->n_objectives; i++)
-      strata_json_number(&j, app->objective_names[i], ps->objectives[i]);
+      strata_json_double(&j, app->objective_names[i], ps->objectives[i]);
     for (int i = 0; i < app->n_controls; i++)
       strata_json_number(&j, app->control_names[i], ps->control[i]);
     if (ps->has_view) {
       strata_json_object_begin(&j, "view");
       for (int i = 0; i < app->n_objectives; i++)
-        strata_json_number(&j, app->objective_names[i], ps->view_objectives[i]);
+        strata_json_double(&j, app->objective_names[i], ps->view_objectives[i]);
       strata_json_object_end(&j);
     }
     if (is_ps) {

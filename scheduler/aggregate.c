@@ -269,6 +269,9 @@ void strata__agg_start(strata__agg *c) {
 int strata__agg_finish(strata__agg *c) {
   if (c->diverged_pass) return diverged(c);
   finish_result(c);
+  /* Also when every pass came from a checkpoint. */
+  memcpy(c->res->objectives, c->res->per_pass[c->setup.passes - 1].objectives,
+         sizeof c->res->objectives);
   return 0;
 }
 

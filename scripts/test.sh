@@ -35,9 +35,11 @@ if [ -z "${STRATA_TEST_NO_SANITIZE:-}" ]; then
     ctest -j"$jobs" --output-on-failure --timeout 600 -L unit "$@"
   # Open MPI keeps allocations until exit; leak reports there would be its own.
   # Flag-parsing cases (label usage), the runs on real data sets (label
-  # slow: the same code paths as the synthetic cases, on more data) and the
+  # slow: the same code paths as the synthetic cases, on more data), the
   # examples (label example: apps on the public API, whose engine paths the
-  # other tests take) ran in the Release stage already.
+  # other tests take) and the runs that kill or stop a rank (label lost: the
+  # liveness watch's timing; the checkpoint paths they take run here in
+  # ckpt_modes) ran in the Release stage already.
   ASAN_OPTIONS=detect_leaks=0 ctest -j"$jobs" --output-on-failure --timeout 600 -L mpi \
-    -LE 'usage|slow|example' "$@"
+    -LE 'usage|slow|example|lost' "$@"
 fi

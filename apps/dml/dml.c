@@ -41,11 +41,11 @@ static const char *const dml_objective_names[] = {"train_loss", "train_acc", "te
 
 #define OPT(field) offsetof(strata_dml_config, field)
 static const strata_option dml_options[] = {
-    {"data", 'd', STRATA_OPT_STRING, OPT(data), "synth:", "FILE|synth:...", 0, 0, NULL,
+    {"data", 'd', STRATA_OPT_STRING | STRATA_OPT_RESUMABLE, OPT(data), "synth:", "FILE|synth:...", 0, 0, NULL,
      "labelled examples in LIBSVM/SVMlight format (gzip too), or the generator: "
      "synth:classes=J,features=D,nnz=N,samples=M,test=T,support=S,signal=F,seed=X",
      NULL},
-    {"test", 0, STRATA_OPT_STRING, OPT(test), NULL, "FILE", 0, 0, NULL,
+    {"test", 0, STRATA_OPT_STRING | STRATA_OPT_RESUMABLE, OPT(test), NULL, "FILE", 0, 0, NULL,
      "held-out examples (LIBSVM) to draw the test pairs from, read with --data's labels and "
      "features",
      NULL},

@@ -83,19 +83,19 @@ enum { P_DOC, P_WORD, P_TOTAL, P_ERR, P_TOKENS, P_CHK_DW, P_CHK_WT, N_PARTIALS }
 
 #define OPT(field) offsetof(lda_config, field)
 static const strata_option lda_options[] = {
-    {"data", 'd', STRATA_OPT_STRING, OPT(data), "synth:", "FILE|synth:...", 0, 0, NULL,
+    {"data", 'd', STRATA_OPT_STRING | STRATA_OPT_RESUMABLE, OPT(data), "synth:", "FILE|synth:...", 0, 0, NULL,
      "corpus (UCI docword, lda-c; .gz read too), or the generator: "
      "synth:docs=D,len=L,vocab=V,topics=K,alpha=A,beta=B,seed=X", NULL},
-    {"format", 0, STRATA_OPT_CHOICE, OPT(format), "auto", "FMT", 0, 0, "auto|uci|ldac",
+    {"format", 0, STRATA_OPT_CHOICE | STRATA_OPT_RESUMABLE, OPT(format), "auto", "FMT", 0, 0, "auto|uci|ldac",
      "corpus format", NULL},
-    {"vocab", 0, STRATA_OPT_STRING, OPT(vocab), NULL, "FILE", 0, 0, NULL,
+    {"vocab", 0, STRATA_OPT_STRING | STRATA_OPT_RESUMABLE, OPT(vocab), NULL, "FILE", 0, 0, NULL,
      "vocabulary, one word per line (names the words in --topics-out; sets V)", NULL},
     {"topics", 'K', STRATA_OPT_INT, OPT(topics), "100", "K", 1, 65535, NULL, "number of topics", NULL},
     {"alpha", 0, STRATA_OPT_DOUBLE, OPT(alpha), "0", "A", 0, 1e6, NULL,
      "symmetric document-topic prior; 0 = 50 / K", NULL},
     {"beta", 0, STRATA_OPT_DOUBLE, OPT(beta), "0.01", "B", 1e-9, 1e6, NULL,
      "symmetric topic-word prior", NULL},
-    {"top", 0, STRATA_OPT_INT, OPT(top), "10", "N", 1, 1000, NULL,
+    {"top", 0, STRATA_OPT_INT | STRATA_OPT_RESUMABLE, OPT(top), "10", "N", 1, 1000, NULL,
      "words per topic in --topics-out", NULL},
     {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
 

@@ -49,11 +49,11 @@ static const char *const mf_objective_names[] = {"train_rmse", "test_rmse"};
 
 #define OPT(field) offsetof(strata_mf_config, field)
 static const strata_option mf_options[] = {
-    {"data", 'd', STRATA_OPT_STRING, OPT(data), "synth:", "FILE|synth:...", 0, 0, NULL,
+    {"data", 'd', STRATA_OPT_STRING | STRATA_OPT_RESUMABLE, OPT(data), "synth:", "FILE|synth:...", 0, 0, NULL,
      "training ratings, or the generator: synth:users=U,items=I,ratings=N,rank=R,noise=S,seed=X,skew=A", NULL},
-    {"format", 0, STRATA_OPT_CHOICE, OPT(format), "auto", "FMT", 0, 0, "auto|tsv|dat|csv|libmf|mm",
+    {"format", 0, STRATA_OPT_CHOICE | STRATA_OPT_RESUMABLE, OPT(format), "auto", "FMT", 0, 0, "auto|tsv|dat|csv|libmf|mm",
      "rating file format", NULL},
-    {"test", 0, STRATA_OPT_STRING, OPT(test), NULL, "FILE",0, 0, NULL,
+    {"test", 0, STRATA_OPT_STRING | STRATA_OPT_RESUMABLE, OPT(test), NULL, "FILE",0, 0, NULL,
      "held-out ratings scored after every pass (ids mapped like --data)", NULL},
     {"test-fraction", 0, STRATA_OPT_DOUBLE, OPT(test_fraction), "0", "F", 0, 0.99, NULL,
      "hold out this fraction of --data as the test set (seeded by --seed)", NULL},

@@ -33,6 +33,9 @@ STRATA_EXPORT void strata_json_array_begin(strata_json *j, const char *key);
 STRATA_EXPORT void strata_json_array_end(strata_json *j);
 STRATA_EXPORT void strata_json_string(strata_json *j, const char *key, const char *value);
 STRATA_EXPORT void strata_json_number(strata_json *j, const char *key, double value);
+/* As strata_json_number, with 17 significant digits: the text reads back as
+ * the same double, so two runs' values compare exactly. */
+STRATA_EXPORT void strata_json_double(strata_json *j, const char *key, double value);
 STRATA_EXPORT void strata_json_int(strata_json *j, const char *key, int64_t value);
 STRATA_EXPORT void strata_json_bool(strata_json *j, const char *key, int value);
 

@@ -17,6 +17,8 @@
  * the next allocation of the engine on that worker fail once compute has
  * run (an engine failure, out of memory, rather than the app's), and
  * --fail-in coordinator the next one on rank 0 once pass N is summed.
+ * --fail-in hang makes compute spin forever instead: a worker stuck in its
+ * own code, which only the liveness watch (comm/live.h) can end.
  */
 #include <stddef.h>
 #include <string.h>
@@ -45,9 +47,10 @@ static const strata_option fail_options[] = {
     {"fail-pass", 0, STRATA_OPT_INT, OPT(fail_pass), "1", "N", 1, 1000000, NULL,
      "the pass it fails in (1-based)", NULL},
     {"fail-in", 0, STRATA_OPT_CHOICE, OPT(fail_in), "compute", "CALLBACK", 0, 0,
-     "compute|evaluate|worker_init|block_objective|clock_end|alloc|coordinator",
+     "compute|evaluate|worker_init|block_objective|clock_end|alloc|coordinator|hang",
      "where it fails (alloc: the engine's next allocation after compute; coordinator: rank "
-     "0's next allocation once pass N is summed, whatever --fail-worker says)", NULL},
+     "0's next allocation once pass N is summed, whatever --fail-worker says; hang: compute "
+     "spins forever)", NULL},
     {"fail-code", 0, STRATA_OPT_CHOICE, OPT(fail_code), "runtime", "CODE", 0, 0, "runtime|diverged",
      "runtime: STRATA_EINVAL (exit code 1); diverged: STRATA_EDIVERGED (3)", NULL},
     {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
@@ -105,6 +108,9 @@ static int compute_fails(fail_worker *w, int pass) {
     w->alloc_armed = 1;
     strata_alloc_fail_after(1);
   }
+  if (w->me == cfg->fail_worker && pass + 1 == cfg->fail_pass && strcmp(cfg->fail_in, "hang") == 0)
+    for (volatile int spin = 1; spin;) {
+    }
   return injected(cfg, w->me, "compute", pass);
 }
 

@@ -110,3 +110,48 @@ expect_one_error() {
   fi
   ok "no abort or crash noise"
 }
+
+# wait_limited PID SECONDS: waits for the background job PID; when it is
+# still running after SECONDS, kills it (and what it started) and returns
+# 124, else its exit code.
+wait_limited() {
+  local pid=$1 limit=$2 t=0
+  while kill -0 "$pid" 2>/dev/null && [ "$t" -lt $((limit * 20)) ]; do
+    sleep 0.05
+    t=$((t + 1))
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    pkill -KILL -P "$pid" 2>/dev/null
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    return 124
+  fi
+  wait "$pid"
+}
+
+# wait_for_line FILE PATTERN SECONDS: until FILE holds a line matching the
+# grep pattern; 1 when SECONDS pass first.
+wait_for_line() {
+  local t=0
+  while ! grep -q "$2" "$1" 2>/dev/null; do
+    [ "$t" -ge $(($3 * 50)) ] && return 1
+    sleep 0.02
+    t=$((t + 1))
+  done
+}
+
+# rank_pid RANK [EXE]: the process of MPI rank RANK started from this
+# test's directory, running EXE (default: $STRATA); empty when none.
+rank_pid() {
+  local want=${2:-$STRATA} p exe
+  want=$(readlink -f "$want")
+  for p in $(pgrep -f -- "$want"); do
+    [ "$(readlink "/proc/$p/cwd" 2>/dev/null)" = "$WORK" ] || continue
+    exe=$(readlink "/proc/$p/exe" 2>/dev/null) || continue
+    [ "$exe" = "$want" ] || continue
+    if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1"; then
+      echo "$p"
+      return
+    fi
+  done
+}
