@@ -27,6 +27,7 @@ typedef struct cli_opts {
   strata_opt_int peers; /* into eng.peers when given */
   strata_opt_int checkpoint_every; /* into eng.checkpoint_every */
   strata_opt_double stall_timeout; /* into eng.stall_timeout when given */
+  double mem_limit_gb; /* into eng.mem_limit, in bytes */
   const char *straggler, *disrupt; /* the specs as given; their keys fill eng */
   int quiet, verbose;
 } cli_opts;
@@ -52,7 +53,7 @@ static const strata_option disrupt_keys[] = {
     {"slot", 0, STRATA_OPT_INT, EOPT(eng.disrupt_slot_ms), NULL, "MS", 1, 3600000, NULL, NULL, NULL},
     {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
 
-#define N_ENGINE_OPTS 22
+#define N_ENGINE_OPTS 23
 /* Options that do not change what a run computes: a resume may change them. */
 #define R STRATA_OPT_RESUMABLE
 
@@ -126,6 +127,9 @@ static void engine_table_init(engine_table *t, const strata_app_defaults *d) {
        0.1, 1e6, NULL,
        "end the run when a worker makes no progress for this long (default: from the pass "
        "times seen, at least 5 s)", NULL},
+      {"mem-limit", 0, STRATA_OPT_DOUBLE | R, EOPT(mem_limit_gb), "0", "GB", 0, 1e9, NULL,
+       "refuse a run whose ranks on one host would need more memory than this (0: what each "
+       "host has available, measured at the start)", NULL},
       {"quiet", 'q', STRATA_OPT_FLAG | R, EOPT(quiet), NULL, NULL, 0, 0, NULL,
        "no configuration echo or progress, errors only", NULL},
       {"verbose", 'v', STRATA_OPT_FLAG | R, EOPT(verbose), NULL, NULL, 0, 0, NULL, "debug messages", NULL},
@@ -230,6 +234,7 @@ static int engine_resolve(cli_opts *co) {
     return strata_err_set(STRATA_EUSAGE, "--checkpoint-every needs --checkpoint DIR");
   e->checkpoint_every = e->checkpoint_dir ? co->checkpoint_every.value : 0;
   e->stall_timeout = co->stall_timeout.given ? co->stall_timeout.value : 0;
+  e->mem_limit = (uint64_t)(co->mem_limit_gb * 1e9);
   int rc = strata_engine_resolve(e, co->staleness.given, co->wpc.given, prefetch_given);
   if (rc) return rc;
   if (e->score_view && !strata_mode_is_ps(e->mode))

@@ -3,6 +3,7 @@
  * blocks a worker gets at set-up, and a worker's messages when a run fails.
  */
 #include <stdio.h>
+#include <unistd.h>
 
 #include "comm/protocol.h"
 #include "core/wait.h"
@@ -84,4 +85,15 @@ int strata__verdict_wait(const strata_transport *t, double until, int32_t *code)
     return strata_err_set(STRATA_ECOMM, "no verdict from the coordinator (%s)", why);
   }
   return 0;
+}
+
+void strata__host_info(host_info *h) {
+  memset(h, 0, sizeof *h);
+  gethostname(h->name, sizeof h->name - 1);
+  strata_mem_available(&h->avail);
+  FILE *f = fopen("/proc/self/statm", "r");
+  unsigned long long size, resident;
+  if (f && fscanf(f, "%llu %llu", &size, &resident) == 2)
+    h->rss = (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+  if (f) fclose(f);
 }

@@ -5,7 +5,8 @@
  * neither includes the other.
  *
  * First, coordinator -> each worker: TAG_LIVE, the address of its watch
- * (comm/live.h), before any loading.
+ * (comm/live.h), before any loading; each worker -> coordinator: TAG_HOST,
+ * its host's name and memory available (64 bytes of name, a uint64).
  * Set-up, coordinator -> each worker, in this order:
  *   TAG_HEADER  struct setup_header (status != 0: run failed, stop quietly)
  *   TAG_META    meta bytes (if meta_len > 0)
@@ -104,6 +105,7 @@ enum {
   TAG_DONE = 19,      /* a worker is through with the run (empty) */
   TAG_CKPT = 20,      /* a worker's part of a checkpoint is on disk: ckpt_note */
   TAG_LIVE = 21,      /* rank 0's watch address (comm/live.h), the run's first message */
+  TAG_HOST = 22,      /* a worker's host and its memory available (scheduler/memory.h) */
   TAG_EVAL_BASE = 1000,
   TAG_CHUNK_BASE = 20000
 };
@@ -148,6 +150,16 @@ typedef struct pass_control {
   int32_t stop;  /* 1: do not start this pass; the run ends */
   double ctl[STRATA_MAX_CONTROLS];
 } pass_control;
+
+/* TAG_HOST: a rank's host, for the memory estimate (scheduler/memory.h). */
+typedef struct host_info {
+  char name[64];
+  uint64_t avail; /* strata_mem_available(); 0: unknown */
+  uint64_t rss;   /* the rank's resident bytes now: Open MPI's own share, before any block */
+} host_info;
+
+/* This rank's host_info, now. */
+void strata__host_info(host_info *h);
 
 /* TAG_CKPT: this worker's part of the checkpoint after `passes` passes is
  * on disk (a worker that cannot write it fails the run instead). */

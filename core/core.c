@@ -392,3 +392,64 @@ uint64_t strata_hash64(const void *p, size_t len, uint64_t seed) {
   strata_hash_update(&h, p, len);
   return strata_hash_final(&h);
 }
+
+/* ---- memory available ------------------------------------------------ */
+
+static int read_u64_file(const char *path, uint64_t *out) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  unsigned long long v;
+  int ok = fscanf(f, "%llu", &v) == 1;
+  fclose(f);
+  if (!ok) return -1; /* cgroup v2's "max" is no limit */
+  *out = v;
+  return 0;
+}
+
+/* The memory cgroup's room (limit - usage), or UINT64_MAX when none. */
+static uint64_t cgroup_room(void) {
+  FILE *f = fopen("/proc/self/cgroup", "r");
+  if (!f) return UINT64_MAX;
+  char line[4096], v1[4096] = "", v2[4096] = "";
+  while (fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = '\0';
+    char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
+    if (!b) continue;
+    *b = '\0';
+    if (strcmp(a + 1, "memory") == 0) snprintf(v1, sizeof v1, "%s", b + 1);
+    if (strncmp(line, "0", 1) == 0 && a == line + 1 && a[1] == '\0') snprintf(v2, sizeof v2, "%s", b + 1);
+  }
+  fclose(f);
+  char path[4200];
+  uint64_t limit, used;
+  if (v1[0]) {
+    snprintf(path, sizeof path, "/sys/fs/cgroup/memory%s/memory.limit_in_bytes", v1);
+    if (read_u64_file(path, &limit) == 0) {
+      snprintf(path, sizeof path, "/sys/fs/cgroup/memory%s/memory.usage_in_bytes", v1);
+      if (read_u64_file(path, &used) == 0 && limit < (1ull << 60)) return limit > used ? limit - used : 0;
+    }
+  }
+  if (v2[0]) {
+    snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.max", v2);
+    if (read_u64_file(path, &limit) == 0) {
+      snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.current", v2);
+      if (read_u64_file(path, &used) == 0) return limit > used ? limit - used : 0;
+    }
+  }
+  return UINT64_MAX;
+}
+
+int strata_mem_available(uint64_t *bytes) {
+  *bytes = 0;
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (!f) return 0;
+  char line[256];
+  unsigned long long kb = 0;
+  int found = 0;
+  while (!found && fgets(line, sizeof line, f)) found = sscanf(line, "MemAvailable: %llu kB", &kb) == 1;
+  fclose(f);
+  if (!found) return 0;
+  uint64_t avail = (uint64_t)kb * 1024, room = cgroup_room();
+  *bytes = room < avail ? room : avail;
+  return 0;
+}

@@ -17,6 +17,7 @@
 #include "scheduler/aggregate.h"
 #include "scheduler/ckpt.h"
 #include "scheduler/coordinator.h"
+#include "scheduler/memory.h"
 #include "strata/core.h"
 
 /* A growing set of outstanding requests the coordinator waits on at once. */
@@ -374,6 +375,25 @@ static int export_model(coord *c) {
   return c->app->export_model(c->cfg, &c->setup, &c->prob, c->setup.model_out);
 }
 
+/* Every rank's host and its memory (rank 0's measured before loading),
+ * then the estimate of what each host's ranks will hold. */
+static int check_memory(coord *c, host_info *hosts) {
+  strata_transport *t = c->t;
+  int P = c->setup.workers, rc = 0;
+  strata_req *rq = strata_calloc((size_t)P, sizeof *rq);
+  if (!rq) return strata_err_set(STRATA_ENOMEM, "coordinator: out of memory");
+  for (int w = 0; w < P && !rc; w++)
+    rc = t->irecv(t->impl, &hosts[w + 1], sizeof *hosts, w + 1, TAG_HOST, &rq[w]);
+  if (!rc) rc = wait_all(c, rq, P);
+  strata_free(rq);
+  /* What rank 0 holds now, the problem loaded. */
+  host_info now;
+  strata__host_info(&now);
+  hosts[0].rss = now.rss;
+  if (!rc) rc = strata__mem_check(c->run, &c->prob, &c->sched, hosts, c->opts->mem_limit);
+  return rc;
+}
+
 static int run_coordinator(coord *c, strata_transport *t) {
   strata_problem *p = &c->prob;
   void *sched_buf = NULL;
@@ -382,10 +402,15 @@ static int run_coordinator(coord *c, strata_transport *t) {
   pass_report *reps = NULL;
   int P = c->setup.workers;
   double t0 = strata_now();
+  host_info *hosts = strata_calloc((size_t)P + 1, sizeof *hosts);
+  if (hosts) strata__host_info(&hosts[0]);
   /* A resume refused for its settings costs no loading. */
-  int rc = strata__ckpt_open(&c->ck, c->app, c->opts, &c->setup, c->run->all_rotating);
+  int rc = hosts ? 0 : strata_err_set(STRATA_ENOMEM, "coordinator: out of memory");
+  if (!rc) rc = strata__ckpt_open(&c->ck, c->app, c->opts, &c->setup, c->run->all_rotating);
   if (!rc) rc = strata__coordinator_load(c->run, &c->prob, &c->sched);
   if (!rc) rc = strata__ckpt_loaded(&c->ck, &c->prob, &c->sched, &c->agg);
+  if (!rc) rc = check_memory(c, hosts);
+  strata_free(hosts);
   if (!rc) rc = strata_schedule_pack(&c->sched, &sched_buf, &sched_len);
   if (rc) {
     strata__coordinator_fail(t, rc);

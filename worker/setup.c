@@ -294,9 +294,15 @@ int strata__worker_main(const strata_app *app, void *cfg, const strata_engine_op
     return rc;
   }
   w->t = strata__watch_transport(m.watch);
+  /* The coordinator's memory estimate adds up the ranks of each host. */
+  host_info hi;
+  strata__host_info(&hi);
+  strata_req hrq = {0};
+  rc = w->t->isend(w->t->impl, &hi, sizeof hi, 0, TAG_HOST, &hrq);
+  if (!rc) rc = strata_comm_wait_idle(w->t, &hrq);
   setup_header h;
   memset(&h, 0, sizeof h);
-  rc = receive_setup(w, &h);
+  if (!rc) rc = receive_setup(w, &h);
   if (rc && h.status && rc == h.status) {
     /* The coordinator called the run off before it began (or has no pass
      * to run): nothing is in flight but the notice's receive. */

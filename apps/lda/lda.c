@@ -347,6 +347,11 @@ static int lda_load(const void *vcfg, const strata_setup *setup, strata_problem 
     strata_free(first);
     strata_free(pos);
   }
+  char what[160];
+  snprintf(what, sizeof what, "lda: the counts of %u documents and %u words at %d topics", c.n_docs,
+           pv->V, K);
+  if ((rc = strata_problem_fits(what, ((double)c.n_docs + pv->V) * K * 4.0, strata_app_lda.memory_hint)))
+    goto fail;
   if ((rc = strata_problem_alloc(prob, B * B, B, B, 0))) goto fail;
   if ((rc = build_data(&c, pv, B, depth, dsz, wsz, slot0, prob))) goto fail;
   size_t row_bytes = (size_t)K * sizeof(float);
@@ -612,6 +617,7 @@ static void lda_describe(const void *vcfg, const strata_problem *prob, strata_js
 
 const strata_app strata_app_lda = {
     .name = "lda",
+    .memory_hint = "lower --topics",
     .flags = STRATA_APP_ADDITIVE,
     .summary = "topic modelling by collapsed Gibbs sampling (exact sparse sampler)",
     .unit = "tokens",

@@ -329,6 +329,13 @@ static int mf_load(const void *vcfg, const strata_setup *setup, strata_problem *
     rc = strata_err_set(STRATA_ERANGE, "%s: more than 2^32 ratings", cfg->data);
     goto fail;
   }
+  int k = cfg->rank, kpad = strata_mf_kpad(k), stride = kpad + STRATA_MF_TAIL;
+  char what[160];
+  snprintf(what, sizeof what, "mf: the factors of %u users and %u items at rank %d", train.n_users,
+           train.n_items, k);
+  if ((rc = strata_problem_fits(what, ((double)train.n_users + train.n_items) * stride * sizeof(float),
+                                strata_app_mf.memory_hint)))
+    goto fail;
   pv = strata_calloc(1, sizeof *pv);
   meta = strata_calloc(1, sizeof *meta);
   usz = strata_malloc((size_t)B * sizeof *usz);
@@ -360,7 +367,6 @@ static int mf_load(const void *vcfg, const strata_setup *setup, strata_problem *
 
   double sum = 0;
   for (size_t j = 0; j < train.n; j++) sum += train.r[j].value;
-  int k = cfg->rank, kpad = strata_mf_kpad(k), stride = kpad + STRATA_MF_TAIL;
   *meta = (mf_meta){.k = k,
                     .kpad = kpad,
                     .stride = stride,
@@ -585,6 +591,7 @@ done:
 
 const strata_app strata_app_mf = {
     .name = "mf",
+    .memory_hint = "lower --rank or --duplicate",
     .flags = STRATA_APP_ADDITIVE,
     .summary = "matrix factorisation by DSGD (squared loss, L2, biases, SGD or AdaGrad)",
     .examples =

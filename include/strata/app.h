@@ -270,6 +270,9 @@ typedef struct strata_app {
                      double *values);
   /* Optional: what the diverged message suggests ("try a smaller --lr"). */
   const char *diverged_hint;
+  /* Optional: what a run too large for its hosts' memory should change
+   * ("lower --rank"), in the message that refuses it before set-up. */
+  const char *memory_hint;
 
   /* Optional per-pass control values (a step size, say) derived from the
    * objectives of earlier passes, identical on every worker and in every

@@ -28,6 +28,11 @@ STRATA_EXPORT size_t strata_alloc_live(void);
 /* Test hook: the n-th allocation from now fails (n >= 1); 0 disarms. */
 STRATA_EXPORT void strata_alloc_fail_after(long n);
 
+/* Bytes of memory this process may still take on its host: the kernel's
+ * MemAvailable, or less where the process's memory cgroup (v1 or v2) sets a
+ * lower limit. 0 with *bytes = 0 when it cannot be told (not Linux). */
+STRATA_EXPORT int strata_mem_available(uint64_t *bytes);
+
 /* ---- time ------------------------------------------------------------ */
 /* Monotonic wall clock in seconds. */
 STRATA_EXPORT double strata_now(void);

@@ -87,6 +87,12 @@ typedef struct strata_engine_opts {
   double stall_timeout;
   void (*on_lost)(void *ud, const char *msg, int report);
   void *on_lost_ud;
+  /* Memory before work: after loading, the coordinator estimates what every
+   * rank will hold (blocks and the engine's copies of them) and refuses,
+   * before anything is shipped, a run whose ranks on one host need more
+   * than it has available: mem_limit bytes if > 0, else what each host
+   * measures (strata_mem_available). */
+  uint64_t mem_limit;
 } strata_engine_opts;
 
 /* Checks the mode's settings and fills its defaults: staleness < 0 means

@@ -38,6 +38,18 @@ typedef struct strata_problem {
 /* Releases every buffer of a problem and zeroes it; safe on a zeroed one. */
 STRATA_EXPORT void strata_problem_close(strata_problem *prob);
 
+/*
+ * For load, before it allocates its parameter blocks, `bytes` of them in
+ * all: refuses (STRATA_ENOMEM) when they cannot fit in the memory this host
+ * has available (strata_mem_available), with the message "WHAT need about
+ * X GB, but this host has Y GB available: HINT" (hint may be NULL), so that
+ * a model far too large is refused rather than the coordinator killed for
+ * want of memory. 0 when they fit, or when the memory available cannot be
+ * told. The engine then checks every rank's share before set-up
+ * (strata_engine_opts.mem_limit).
+ */
+STRATA_EXPORT int strata_problem_fits(const char *what, double bytes, const char *hint);
+
 /* Allocates the block arrays of a problem (zeroed). 0 or STRATA_ENOMEM. */
 STRATA_EXPORT int strata_problem_alloc(strata_problem *prob, int n_data, int n_resident,
                                        int n_rotating, int with_eval);

@@ -100,6 +100,20 @@ case $CASE in
   lda-missing-file) WANT=1 MSG="missing.dat: cannot open" ARGS=(--data missing.dat) ;;
   lda-bad-synth) WANT=2 MSG="--data synth: bad value 'x' for 'docs'" ARGS=(--data synth:docs=x) ;;
   lda-topics-zero) WANT=2 MSG="--topics" ARGS=(--topics 0) ;;
+  # Memory before work: a model too large for the host is refused after
+  # loading, before any block is shipped (--mem-limit stands for a small
+  # host), naming the estimate and what to change.
+  # Factors far too large for any host here: refused by load before it
+  # allocates them (a 2-core test machine has far less than 49 GB).
+  mf-rank-far-too-large)
+    WANT=1 MSG="at rank 4096 need about 49.2 GB, but this host has"
+    ARGS=(--data synth:users=3000000,items=100,ratings=1000 --rank 4096) ;;
+  mf-too-large-for-host)
+    WANT=1 MSG="which has 10.0 MB available (--mem-limit): the coordinator"
+    ARGS=(--data synth:users=2000,items=500,ratings=20000 --rank 400 --mem-limit 0.01) ;;
+  lda-too-large-for-host)
+    WANT=1 MSG="MB each (parameters"
+    ARGS=(--data synth:docs=2000,len=20,vocab=3000,topics=5 --topics 3000 --mem-limit 0.05) ;;
   lda-garbage-line)
     PRINTABLE=1 WANT=1 MSG="garbage.dat:2: pair count '\x01M-\x1b\x1b[31mRED' is not an integer"
     ARGS=(--data garbage.dat) ;;
