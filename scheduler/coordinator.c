@@ -390,7 +390,9 @@ static int check_memory(coord *c, host_info *hosts) {
   host_info now;
   strata__host_info(&now);
   hosts[0].rss = now.rss;
-  if (!rc) rc = strata__mem_check(c->run, &c->prob, &c->sched, hosts, c->opts->mem_limit);
+  if (!rc)
+    rc = strata__mem_check(c->app, c->opts, c->run->all_rotating, &c->prob, &c->sched, hosts,
+                           c->opts->mem_limit);
   return rc;
 }
 

@@ -28,7 +28,13 @@ static double block_sum(const strata_block *b, int n) {
 }
 
 /* What worker w holds at its peak. */
-static need worker_need(const strata__run *run, const strata_problem *p, const strata_schedule *s,
+typedef struct run_facts {
+  const strata_app *app;
+  const strata_engine_opts *opts;
+  int all_rotating;
+} run_facts;
+
+static need worker_need(const run_facts *run, const strata_problem *p, const strata_schedule *s,
                         int w) {
   need n = {0, 0, 0, 0};
   int P = s->n_workers, nrot = p->n_rotating;
@@ -77,8 +83,10 @@ static void human(char *out, size_t n, double bytes) {
     snprintf(out, n, "%.0f KB", bytes / 1e3);
 }
 
-int strata__mem_check(const strata__run *run, const strata_problem *p, const strata_schedule *s,
-                      const host_info *hosts, uint64_t limit) {
+int strata__mem_check(const strata_app *app, const strata_engine_opts *opts, int all_rotating,
+                      const strata_problem *p, const strata_schedule *s, const host_info *hosts,
+                      uint64_t limit) {
+  run_facts facts = {app, opts, all_rotating}, *run = &facts;
   int P = s->n_workers;
   /* The coordinator: what it holds now, and the parameter blocks every
    * bundle copies while the sends go. */

@@ -238,7 +238,11 @@ typedef struct strata_app {
   int (*schedule)(const void *cfg, const strata_setup *setup, const strata_problem *prob,
                   strata_schedule *sched);
 
-  /* Worker: per-worker state from the meta bytes. */
+  /* Worker: per-worker state from the meta bytes. A checkpoint
+   * (--checkpoint) keeps the parameter blocks, not this state, and a
+   * resumed run calls worker_init afresh: what changes from pass to pass
+   * (an optimiser's moments, a random stream's position) belongs in the
+   * blocks, or is derived from the pass (tv->pass) and the seed. */
   int (*worker_init)(const void *cfg, const strata_setup *setup, const void *meta,
                      size_t meta_len, void **state);
   void (*worker_free)(void *state);
