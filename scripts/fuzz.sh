@@ -105,6 +105,8 @@ seeds_ratings() {
     head -20 "$data/$u" | sed 's/\t/::/g' | seed dat-auto 00
     head -100 "$data/$u" | cut -f1-3 | tr '\t' ' ' | seed libmf 04
     head -20 "$data/$u" | cut -f1-3 | tr '\t' ' ' | seed libmf-test 0c
+    # 551 items: past 512 ids, where an id map grows.
+    head -1000 "$data/$u" | cut -f1-3 | tr '\t' ' ' | seed libmf-many 0c
     { printf '%%%%MatrixMarket matrix coordinate real general\n%% from u.data\n943 1682 100\n'
       head -100 "$data/$u" | cut -f1-3 | tr '\t' ' '; } | seed mm 05
     { printf '%%%%MatrixMarket matrix coordinate integer general\n943 1682 20\n'
@@ -191,6 +193,7 @@ max_len_of() {
     synth) echo 256 ;;
     options) echo 1024 ;;
     corpus) echo 8192 ;;
+    ratings) echo 12288 ;;
     *) echo 4096 ;;
   esac
 }
