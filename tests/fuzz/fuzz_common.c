@@ -23,15 +23,17 @@
  * ASan stage replaying regress/) a request beyond 256 MiB gets NULL, as
  * on a machine without that much to spare, instead of a report: the
  * out-of-memory paths run, and a fuzzer's memory stays bounded. Without
- * ASan nothing calls this.
+ * ASan nothing calls this. Default visibility, against the build's hidden
+ * one: gcc's ASan runtime is a shared library, which looks it up.
  */
+#define FUZZ_HOOK __attribute__((used, visibility("default")))
 const char *__asan_default_options(void);
-__attribute__((used)) const char *__asan_default_options(void) {
+FUZZ_HOOK const char *__asan_default_options(void) {
   return "allocator_may_return_null=1:max_allocation_size_mb=256";
 }
 
 const char *__ubsan_default_options(void);
-__attribute__((used)) const char *__ubsan_default_options(void) { return "print_stacktrace=1"; }
+FUZZ_HOOK const char *__ubsan_default_options(void) { return "print_stacktrace=1"; }
 
 static char dir[4096];
 static char path[4096 + 16];
