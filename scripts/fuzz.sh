@@ -206,7 +206,9 @@ trap 'rm -rf "$probe" "$scratch"' EXIT
 
 # field LINE KEY: the value after "KEY: " in a libFuzzer status line.
 field() {
-  sed -n "s/.* $2: \\([^ ]*\\).*/\\1/p" <<<"$1"
+  local v
+  v=$(sed -n "s/.* $2: \\([^ ]*\\).*/\\1/p" <<<"$1")
+  echo "${v:-?}"
 }
 
 failed=()
@@ -232,14 +234,17 @@ for t in "$@"; do
   regress=()
   [ -d "tests/fuzz/regress/$t" ] && regress=("tests/fuzz/regress/$t")
   rc=0
+  start=$SECONDS
   TMPDIR=$scratch \
     "$build/tests/fuzz/fuzz_$t" "${flags[@]}" "$dir/corpus" "$seeds" "${regress[@]}" \
     >"$dir/log.txt" 2>&1 || rc=$?
 
+  took=$((SECONDS - start))
   last=$(grep -aE '^#[0-9]+' "$dir/log.txt" | grep -a 'cov:' | tail -1 || true)
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$dir/log.txt" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$dir/log.txt" | tail -1)
   corp=$(field "$last" corp)
+  [ "$corp" != "?" ] || corp=?/?
   found=$(grep -a 'Test unit written to' "$dir/log.txt" | sed 's/.*Test unit written to //' || true)
   count() { grep -c "/$1-" <<<"$found" || true; }
   crashes=$(count crash) timeouts=$(count timeout) leaks=$(count leak) ooms=$(count oom)
@@ -249,7 +254,7 @@ for t in "$@"; do
     failed+=("$t")
   fi
   printf 'fuzz_%s: %s execs in %s s (%s/s), cov %s ft %s, corpus %s inputs (%s), crashes %s timeouts %s leaks %s ooms %s: %s\n' \
-    "$t" "${execs:-?}" "$secs" "${rate:-?}" "$(field "$last" cov)" "$(field "$last" ft)" \
+    "$t" "${execs:-?}" "$took" "${rate:-?}" "$(field "$last" cov)" "$(field "$last" ft)" \
     "${corp%%/*}" "${corp#*/}" "$crashes" "$timeouts" "$leaks" "$ooms" "$verdict"
   if [ "$verdict" != ok ]; then
     grep -aE 'ERROR: |runtime error:|^fuzz: |SUMMARY: ' "$dir/log.txt" | head -5 | sed 's/^/  /'
