@@ -4,8 +4,10 @@
 # AddressSanitizer + UndefinedBehaviorSanitizer. Extra arguments go to ctest
 # (e.g. -L unit). Between the two, scripts/check_package.sh installs the
 # Release build into a fresh prefix and builds and runs the examples against
-# it. STRATA_TEST_NO_PACKAGE=1 skips that stage, STRATA_TEST_NO_SANITIZE=1
-# the sanitizer stage.
+# it. Last, every fuzz target of tests/fuzz runs a few seconds from its seeds
+# (scripts/fuzz.sh, clang's libFuzzer). STRATA_TEST_NO_PACKAGE=1 skips the
+# package stage, STRATA_TEST_NO_SANITIZE=1 the sanitizer stage,
+# STRATA_TEST_NO_FUZZ=1 the fuzz stage.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 "$here/setup.sh"
@@ -42,4 +44,19 @@ if [ -z "${STRATA_TEST_NO_SANITIZE:-}" ]; then
   # ckpt_modes) ran in the Release stage already.
   ASAN_OPTIONS=detect_leaks=0 ctest -j"$jobs" --output-on-failure --timeout 600 -L mpi \
     -LE 'usage|slow|example|lost' "$@"
+fi
+
+if [ -z "${STRATA_TEST_NO_FUZZ:-}" ]; then
+  echo "== fuzz targets, ${STRATA_TEST_FUZZ_SECONDS:-4} s each"
+  # A build directory of its own, and no corpus carried over from earlier
+  # runs, so the stage takes the same time every run.
+  cd "$STRATA_ROOT"
+  rc=0
+  STRATA_FUZZ_BUILD=build-fuzz-test STRATA_FUZZ_FRESH=1 \
+    "$here/fuzz.sh" "${STRATA_TEST_FUZZ_SECONDS:-4}" || rc=$?
+  if [ "$rc" -eq 77 ]; then
+    echo "== fuzz stage skipped: clang or libFuzzer's runtime is missing"
+  elif [ "$rc" -ne 0 ]; then
+    exit "$rc"
+  fi
 fi

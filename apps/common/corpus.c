@@ -298,8 +298,15 @@ static int read_ldac(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
                             rd->path, rd->lineno, (long long)k, (long long)id);
         goto fail;
       }
-      if (STRATA__GROW(c->word, n_tok + (size_t)k, &word_cap, SIZE_MAX))
-        goto nomem;
+      /* Counts expand into tokens, so one pair of a short line may ask for
+       * more memory than there is: the message names that pair, not the
+       * tokens read so far. */
+      if (STRATA__GROW(c->word, n_tok + (size_t)k, &word_cap, SIZE_MAX)) {
+        rc = strata_err_set(STRATA_ENOMEM,
+                            "%s:%zu: out of memory for %zu tokens (count %lld of word %lld)",
+                            rd->path, rd->lineno, n_tok + (size_t)k, (long long)k, (long long)id);
+        goto fail;
+      }
       for (int64_t j = 0; j < k; j++) c->word[n_tok++] = (uint32_t)id;
       if (id > max_id) max_id = id;
     }

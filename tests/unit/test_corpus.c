@@ -638,6 +638,34 @@ static void test_alloc_failure(void **state) {
   assert_live(fx);
 }
 
+/* A count expands into that many tokens: when they do not fit, the message
+ * names the line and the pair that asked (found by fuzz_corpus, whose input
+ * "1 0:92233854775807" read "out of memory for 0 tokens in 0 documents"). */
+static void test_ldac_count_out_of_memory(void **state) {
+  fixture *fx = *state;
+  const char *path = write_tmp(fx, "1 0:5\n2 1:1 2:1000\n");
+  int named = 0;
+  for (long n = 1;; n++) {
+    strata_corpus c = {0};
+    strata_alloc_fail_after(n);
+    int rc = strata_corpus_read(path, STRATA_CORPUS_LDAC, 0, &c);
+    strata_alloc_fail_after(0);
+    if (rc == 0) {
+      assert_int_equal(c.n_tokens, 1006);
+      strata_corpus_close(&c);
+      break;
+    }
+    assert_int_equal(rc, STRATA_ENOMEM);
+    if (strstr(strata_err_msg(), "1006 tokens (count 1000 of word 2)")) {
+      assert_msg_at(strata_err_msg(), path, 2, NULL);
+      named++;
+    }
+    assert_live(fx);
+    assert_true(n < 100);
+  }
+  assert_int_equal(named, 1);
+}
+
 /* ---- synthetic spec -------------------------------------------------- */
 
 /* Field by field: the struct has padding, which memcmp would compare. */
@@ -1063,6 +1091,7 @@ int main(void) {
       T(test_ldac_good),        T(test_auto_detect),     T(test_vocab_good),
       T(test_vocab_bad),        T(test_missing_file),    T(test_bad_inputs),
       T(test_bad_gzip),         T(test_long_line),       T(test_alloc_failure),
+      T(test_ldac_count_out_of_memory),
       T(test_garbage_quoted), T(test_synth_parse_good), T(test_synth_parse_bad), T(test_synth_deterministic),
       T(test_synth_statistics), T(test_synth_invalid),   T(test_synth_random_specs),
       T(test_synth_speed),      T(test_uci_kos),         T(test_ldac_ap),
