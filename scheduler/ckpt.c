@@ -10,7 +10,6 @@
  */
 #include "scheduler/ckpt.h"
 
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,13 +17,11 @@
 
 #include "comm/live.h"
 #include "core/ckpt.h"
-#include "core/jsonr.h"
+#include "core/manifest.h"
 #include "scheduler/aggregate.h"
 #include "strata/core.h"
-#include "strata/json.h"
 #include "strata/version.h"
 
-#define FORMAT "strata-checkpoint-1"
 #define COORD_FILE "coordinator.bin"
 
 /* The coordinator's part: COORD entries. */
@@ -88,8 +85,6 @@ static strata__ckpt_wait *wait_for(strata__ckpt_run *ck, int passes) {
   return cw;
 }
 
-static void hex(char out[17], uint64_t v) { snprintf(out, 17, "%016" PRIx64, v); }
-
 typedef struct manifest_ctx {
   const strata__ckpt_run *ck;
   const strata__ckpt_wait *cw;
@@ -104,70 +99,40 @@ static int64_t next_clock(const strata__ckpt_run *ck, int passes) {
 }
 
 static int fill_manifest(FILE *f, void *ud) {
-  manifest_ctx *m = ud;
-  const strata__ckpt_run *ck = m->ck;
-  const strata__ckpt_wait *cw = m->cw;
-  char h[17], lay[160], when[32];
+  manifest_ctx *c = ud;
+  const strata__ckpt_run *ck = c->ck;
+  const strata__ckpt_wait *cw = c->cw;
+  strata__manifest m;
+  memset(&m, 0, sizeof m);
   time_t now = time(NULL);
   struct tm tm;
   gmtime_r(&now, &tm);
-  strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  layout(lay, sizeof lay);
-  strata_json j;
-  strata_json_init(&j, f);
-  strata_json_object_begin(&j, NULL);
-  strata_json_string(&j, "format", FORMAT);
-  strata_json_string(&j, "strata", strata_version());
-  strata_json_string(&j, "build", strata_build_id());
-  strata_json_string(&j, "written", when);
-  strata_json_string(&j, "app", ck->app->name);
-  strata_json_string(&j, "mode", strata_mode_name(ck->setup.mode));
-  strata_json_int(&j, "workers", ck->P);
-  strata_json_int(&j, "passes", cw->passes);
-  int64_t clk = next_clock(ck, cw->passes);
-  if (clk >= 0) strata_json_int(&j, "next_clock", clk);
-  strata_json_string(&j, "byte_order", "little");
-  strata_json_string(&j, "layout", lay);
-  strata_json_object_begin(&j, "data");
-  strata_json_int(&j, "bytes", (int64_t)ck->data_bytes);
-  hex(h, ck->data_sum);
-  strata_json_string(&j, "checksum", h);
-  strata_json_object_end(&j);
-  /* Every random stream drawn during passes is seeded from (seed, pass,
-   * block, chunk) and none carries over a pass: the seed and the next
-   * pass position them all. */
-  strata_json_object_begin(&j, "random_streams");
-  strata_json_int(&j, "seed", (int64_t)ck->setup.seed);
-  strata_json_int(&j, "next_pass", cw->passes);
-  strata_json_string(&j, "rule", "seeded from (seed, pass, block, chunk); none spans passes");
-  strata_json_object_end(&j);
-  strata_json_object_begin(&j, "settings");
-  for (int i = 0; i < ck->opts->n_settings; i++) {
-    const char *s = ck->opts->settings[i];
-    const char *eq = strchr(s, '=');
-    if (!eq) continue;
-    char key[128];
-    snprintf(key, sizeof key, "%.*s", (int)(eq - s), s);
-    strata_json_string(&j, key, eq + 1);
-  }
-  strata_json_object_end(&j);
-  strata_json_array_begin(&j, "parts");
+  strftime(m.written, sizeof m.written, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  snprintf(m.strata, sizeof m.strata, "%s", strata_version());
+  snprintf(m.build, sizeof m.build, "%s", strata_build_id());
+  snprintf(m.app, sizeof m.app, "%s", ck->app->name);
+  snprintf(m.mode, sizeof m.mode, "%s", strata_mode_name(ck->setup.mode));
+  snprintf(m.byte_order, sizeof m.byte_order, "little");
+  layout(m.layout, sizeof m.layout);
+  m.workers = ck->P;
+  m.passes = cw->passes;
+  m.next_clock = next_clock(ck, cw->passes);
+  m.data_bytes = ck->data_bytes;
+  m.data_sum = ck->data_sum;
+  m.seed = ck->setup.seed;
+  m.settings = (char **)ck->opts->settings;
+  m.n_settings = ck->opts->n_settings;
+  strata__manifest_part parts[ck->P + 1];
+  m.parts = parts;
   for (int w = -1; w < ck->P; w++) {
-    char file[64];
-    if (w < 0) snprintf(file, sizeof file, COORD_FILE);
-    else snprintf(file, sizeof file, "worker-%d.bin", w);
-    strata_json_object_begin(&j, NULL);
-    strata_json_string(&j, "file", file);
-    strata_json_int(&j, "worker", w);
-    strata_json_int(&j, "bytes", (int64_t)(w < 0 ? cw->coord_bytes : cw->notes[w].bytes));
-    hex(h, w < 0 ? cw->coord_sum : cw->notes[w].sum);
-    strata_json_string(&j, "checksum", h);
-    strata_json_object_end(&j);
+    strata__manifest_part *p = &parts[w + 1];
+    if (w < 0) snprintf(p->file, sizeof p->file, COORD_FILE);
+    else snprintf(p->file, sizeof p->file, "worker-%d.bin", w);
+    p->worker = w;
+    p->bytes = w < 0 ? cw->coord_bytes : cw->notes[w].bytes;
+    p->sum = w < 0 ? cw->coord_sum : cw->notes[w].sum;
   }
-  strata_json_array_end(&j);
-  strata_json_object_end(&j);
-  fputc('\n', f);
-  return 0;
+  return strata__manifest_write(f, &m);
 }
 
 /* Publishes every checkpoint whose parts are all on disk, oldest first,
@@ -267,23 +232,22 @@ int strata__ckpt_finish(strata__ckpt_run *ck) {
 /* ---- resuming -------------------------------------------------------- */
 
 static int refuse(const strata__ckpt_run *ck, const char *fmt, const char *a, const char *b) {
-  char what[512];
+  char what[1200];
   snprintf(what, sizeof what, fmt, a, b);
   return strata_err_set(STRATA_EUSAGE, "--resume %s: the checkpoint after %d passes %s",
                         resume_dir(ck), ck->start_pass, what);
 }
 
 /* The manifest's settings against the run's: the first difference. */
-static int check_settings(const strata__ckpt_run *ck, const strata__jv *set) {
+static int check_settings(const strata__ckpt_run *ck) {
   const strata_engine_opts *o = ck->opts;
-  if (!set || set->kind != STRATA__JV_OBJECT)
-    return strata_err_set(STRATA_EPARSE, "%s: no settings", ck->manifest);
+  const strata__manifest *m = &ck->man;
   char key[128];
   for (int i = 0; i < o->n_settings; i++) {
     const char *s = o->settings[i], *eq = strchr(s, '=');
     if (!eq) continue;
     snprintf(key, sizeof key, "%.*s", (int)(eq - s), s);
-    const char *was = strata__json_str(set, key);
+    const char *was = strata__manifest_setting(m, key);
     if (!was) return refuse(ck, "has no --%s (this run has it: it changes the result)", key, "");
     if (strcmp(was, eq + 1) != 0) {
       char a[256], b[256];
@@ -293,12 +257,13 @@ static int check_settings(const strata__ckpt_run *ck, const strata__jv *set) {
                     a, b);
     }
   }
-  for (const strata__jv *m = set->child; m; m = m->next) {
-    size_t n = strlen(m->key);
+  for (int i = 0; i < m->n_settings; i++) {
+    const char *eq = strchr(m->settings[i], '=');
+    snprintf(key, sizeof key, "%.*s", (int)(eq - m->settings[i]), m->settings[i]);
     int found = 0;
-    for (int i = 0; i < o->n_settings && !found; i++)
-      found = strncmp(o->settings[i], m->key, n) == 0 && o->settings[i][n] == '=';
-    if (!found) return refuse(ck, "was made with --%s, which this run does not know", m->key, "");
+    for (int j = 0; j < o->n_settings && !found; j++)
+      found = strncmp(o->settings[j], key, strlen(key)) == 0 && o->settings[j][strlen(key)] == '=';
+    if (!found) return refuse(ck, "was made with --%s, which this run does not know", key, "");
   }
   return 0;
 }
@@ -329,58 +294,46 @@ static int read_manifest(strata__ckpt_run *ck) {
   }
   if (!rc && ferror(f)) rc = strata_err_set(STRATA_EIO, "%s: read failed", ck->manifest);
   fclose(f);
-  strata__json_doc *doc = NULL;
-  if (!rc && (rc = strata__json_parse(text, len, &doc))) {
+  if (!rc && (rc = strata__manifest_read(text, len, &ck->man))) {
     char msg[512];
     snprintf(msg, sizeof msg, "%s", strata_err_msg());
-    rc = strata_err_set(STRATA_EPARSE, "%s: %s", ck->manifest, msg);
+    rc = strata_err_set(rc, "%s: %s", ck->manifest, msg);
   }
+  if (!rc) ck->have_man = 1;
   strata_free(text);
-  ck->doc = doc;
   return rc;
 }
 
 /* The manifest against the run, before any work. */
 static int check_manifest(strata__ckpt_run *ck) {
-  const strata__jv *root = strata__json_root(ck->doc);
-  const char *fmt = strata__json_str(root, "format");
-  if (!fmt || strcmp(fmt, FORMAT) != 0)
-    return strata_err_set(STRATA_EPARSE, "%s: not a strata checkpoint manifest (%s)", ck->manifest,
-                          FORMAT);
-  int64_t passes, workers;
-  const char *app = strata__json_str(root, "app"), *mode = strata__json_str(root, "mode");
-  const char *order = strata__json_str(root, "byte_order"), *lay = strata__json_str(root, "layout");
-  if (!app || !mode || !order || !lay ||
-      strata__json_int(root, "passes", 1, 1000000000, &passes) ||
-      strata__json_int(root, "workers", 1, 1000000, &workers))
-    return strata_err_set(STRATA_EPARSE, "%s: incomplete manifest", ck->manifest);
-  if (passes != ck->start_pass)
-    return strata_err_set(STRATA_EPARSE, "%s: says %lld passes, in the directory of pass %d",
-                          ck->manifest, (long long)passes, ck->start_pass);
+  const strata__manifest *m = &ck->man;
+  if (m->passes != ck->start_pass)
+    return strata_err_set(STRATA_EPARSE, "%s: says %d passes, in the directory of pass %d",
+                          ck->manifest, m->passes, ck->start_pass);
   char mine[160];
   layout(mine, sizeof mine);
-  if (strcmp(app, ck->app->name) != 0) return refuse(ck, "is of app %s, not %s", app, ck->app->name);
-  if (strcmp(mode, strata_mode_name(ck->setup.mode)) != 0) {
+  if (strcmp(m->app, ck->app->name) != 0) return refuse(ck, "is of app %s, not %s", m->app, ck->app->name);
+  if (strcmp(m->mode, strata_mode_name(ck->setup.mode)) != 0) {
     char a[64];
-    snprintf(a, sizeof a, "--mode %s", mode);
+    snprintf(a, sizeof a, "--mode %s", m->mode);
     return refuse(ck, "was made with %s; this run has --mode %s", a, strata_mode_name(ck->setup.mode));
   }
-  if (workers != ck->P) {
+  if (m->workers != ck->P) {
     char a[32], b[32];
-    snprintf(a, sizeof a, "%lld", (long long)workers);
+    snprintf(a, sizeof a, "%d", m->workers);
     snprintf(b, sizeof b, "%d", ck->P);
     return refuse(ck, "was made with %s workers; this run has %s", a, b);
   }
-  if (strcmp(order, "little") != 0 || strcmp(lay, mine) != 0)
-    return refuse(ck, "was written by a build with other struct layouts (%s); this one has %s", lay,
-                  mine);
+  if (strcmp(m->byte_order, "little") != 0 || strcmp(m->layout, mine) != 0)
+    return refuse(ck, "was written by a build with other struct layouts (%s); this one has %s",
+                  m->layout, mine);
   if (ck->start_pass > ck->setup.passes) {
     char a[32], b[32];
     snprintf(a, sizeof a, "%d", ck->start_pass);
     snprintf(b, sizeof b, "%d", ck->setup.passes);
     return refuse(ck, "holds %s passes, more than --passes %s", a, b);
   }
-  return check_settings(ck, strata__json_get(root, "settings"));
+  return check_settings(ck);
 }
 
 int strata__ckpt_open(strata__ckpt_run *ck, const strata_app *app, const strata_engine_opts *opts,
@@ -414,7 +367,7 @@ int strata__ckpt_open(strata__ckpt_run *ck, const strata_app *app, const strata_
 }
 
 void strata__ckpt_close(strata__ckpt_run *ck) {
-  strata__json_free(ck->doc);
+  strata__manifest_free(&ck->man);
   for (int i = 0; i < ck->n_wait; i++) {
     strata_free(ck->wait[i].notes);
     strata_free(ck->wait[i].noted);
@@ -573,39 +526,15 @@ static void scatter_rows(rctx *c) {
     memcpy(table_row(p, g, c->L), src, (size_t)c->L * sizeof(float));
 }
 
-/* The manifest's record of a part: its file, size and checksum. */
-static int part_entry(const strata__ckpt_run *ck, int who, char *file, size_t n, uint64_t *sum,
-                      uint64_t *bytes) {
-  const strata__jv *parts = strata__json_get(strata__json_root(ck->doc), "parts");
-  for (const strata__jv *m = parts && parts->kind == STRATA__JV_ARRAY ? parts->child : NULL; m;
-       m = m->next) {
-    int64_t w, b;
-    const char *f = strata__json_str(m, "file"), *h = strata__json_str(m, "checksum");
-    if (strata__json_int(m, "worker", -1, ck->P - 1, &w) || w != who) continue;
-    char *end = NULL;
-    if (!f || strchr(f, '/') || !h || strlen(h) != 16 ||
-        strata__json_int(m, "bytes", 0, INT64_MAX / 2, &b))
-      break;
-    *sum = strtoull(h, &end, 16);
-    if (*end) break;
-    *bytes = (uint64_t)b;
-    snprintf(file, n, "%s", f);
-    return 0;
-  }
-  return strata_err_set(STRATA_EPARSE, "%s: no valid record of the %s's part", ck->manifest,
-                        who < 0 ? "coordinator" : "worker");
-}
-
 static int read_part(rctx *c, int who) {
   strata__ckpt_run *ck = c->ck;
-  char file[256], path[4096];
-  uint64_t sum = 0, bytes = 0;
-  int rc = part_entry(ck, who, file, sizeof file, &sum, &bytes);
-  if (!rc) rc = strata__ckpt_path(path, sizeof path, resume_dir(ck), ck->start_pass, file);
+  const strata__manifest_part *part = &ck->man.parts[who + 1];
+  char path[4096];
+  int rc = strata__ckpt_path(path, sizeof path, resume_dir(ck), ck->start_pass, part->file);
   if (rc) return rc;
   c->who = who;
   c->path = path;
-  rc = strata__part_read(path, ck->start_pass, who, sum, bytes, dest, c);
+  rc = strata__part_read(path, ck->start_pass, who, part->sum, part->bytes, dest, c);
   if (!rc && c->rows && who >= 0) scatter_rows(c);
   if (!rc && c->rows && who < 0) {
     /* Verdicts beyond this run's passes: keep those it needs. */
@@ -684,20 +613,16 @@ static int resume_parts(strata__ckpt_run *ck, strata_problem *p, const strata_sc
 
 int strata__ckpt_loaded(strata__ckpt_run *ck, strata_problem *p, const strata_schedule *s,
                         strata__agg *agg) {
-  if (!ck->opts->checkpoint_dir && !ck->doc) return 0;
+  if (!ck->opts->checkpoint_dir && !ck->have_man) return 0;
   data_identity(ck, p);
-  if (!ck->doc) return 0;
-  const strata__jv *data = strata__json_get(strata__json_root(ck->doc), "data");
-  const char *h = strata__json_str(data, "checksum");
-  int64_t bytes;
-  if (!h || strata__json_int(data, "bytes", 0, INT64_MAX / 2, &bytes))
-    return strata_err_set(STRATA_EPARSE, "%s: no record of the data", ck->manifest);
-  char mine[17];
-  hex(mine, ck->data_sum);
-  if ((uint64_t)bytes != ck->data_bytes || strcmp(h, mine) != 0) {
+  if (!ck->have_man) return 0;
+  const strata__manifest *m = &ck->man;
+  if (m->data_bytes != ck->data_bytes || m->data_sum != ck->data_sum) {
     char a[64], b[64];
-    snprintf(a, sizeof a, "%lld bytes, checksum %s", (long long)bytes, h);
-    snprintf(b, sizeof b, "%llu bytes, checksum %s", (unsigned long long)ck->data_bytes, mine);
+    snprintf(a, sizeof a, "%llu bytes, checksum %016llx", (unsigned long long)m->data_bytes,
+             (unsigned long long)m->data_sum);
+    snprintf(b, sizeof b, "%llu bytes, checksum %016llx", (unsigned long long)ck->data_bytes,
+             (unsigned long long)ck->data_sum);
     return refuse(ck, "was made on other data (as loaded: %s; now %s)", a, b);
   }
   return resume_parts(ck, p, s, agg);

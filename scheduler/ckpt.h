@@ -10,6 +10,7 @@
 #define STRATA_SCHEDULER_CKPT_H
 
 #include "comm/protocol.h"
+#include "core/manifest.h"
 #include "strata/engine.h"
 
 struct strata__agg;
@@ -39,7 +40,8 @@ typedef struct strata__ckpt_run {
   int start_pass;                /* passes the resumed checkpoint holds; 0 */
   int resumed_from;              /* -1: not resuming */
   char manifest[4096];           /* its path, for messages */
-  void *doc;                     /* the parsed manifest (strata__json_doc) */
+  strata__manifest man;          /* its manifest, read (have_man) */
+  int have_man;
   void **global_of;              /* per worker: its own copy of the global block, or NULL */
   void **rot_of;                 /* per worker x rotating block: its own copy, or NULL */
   int n_rot;
