@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -218,16 +219,19 @@ int strata__part_read(const char *path, int passes, int32_t who, uint64_t sum, u
   return rc;
 }
 
-/* The pass count of a checkpoint directory's name, or -1. */
+/* The pass count of a checkpoint directory's name, or -1. The names are
+ * exactly those strata__ckpt_path gives ("%06d"): six digits, or more
+ * without a leading zero once passes reach 1000000 (--passes allows it). */
 static int pass_of(const char *name) {
-  size_t n = strlen(PASS_PREFIX);
-  if (strncmp(name, PASS_PREFIX, n) != 0 || strlen(name) != n + 6) return -1;
-  int v = 0;
+  size_t n = strlen(PASS_PREFIX), len = strlen(name);
+  if (strncmp(name, PASS_PREFIX, n) != 0 || len < n + 6 || len > n + 10) return -1;
+  if (len > n + 6 && name[n] == '0') return -1;
+  long long v = 0;
   for (const char *p = name + n; *p; p++) {
     if (*p < '0' || *p > '9') return -1;
     v = v * 10 + (*p - '0');
   }
-  return v;
+  return v <= INT_MAX ? (int)v : -1;
 }
 
 static int is_complete(const char *dir, int passes) {
