@@ -167,6 +167,13 @@ static int get(FILE *f, const char *path, void *buf, uint64_t len) {
   return 0;
 }
 
+/* "the coordinator" (who < 0) or "worker W", for messages. */
+static const char *writer_name(char *buf, size_t n, int32_t who) {
+  if (who < 0) return "the coordinator";
+  snprintf(buf, n, "worker %d", (int)who);
+  return buf;
+}
+
 int strata__part_read(const char *path, int passes, int32_t who, uint64_t sum, uint64_t bytes,
                       strata__part_dest dest, void *ud) {
   FILE *f = fopen(path, "rb");
@@ -189,11 +196,12 @@ int strata__part_read(const char *path, int passes, int32_t who, uint64_t sum, u
   if (!rc && (memcmp(h.magic, PART_MAGIC, 8) != 0 || h.version != STRATA__CKPT_VERSION))
     rc = strata_err_set(STRATA_EPARSE, "%s: not a strata checkpoint part (version %u)", path,
                         STRATA__CKPT_VERSION);
-  if (!rc && (h.passes != passes || h.who != who))
-    rc = strata_err_set(STRATA_EPARSE,
-                        "%s: written after %d passes by %s %d, not after %d passes by %s %d", path,
-                        h.passes, h.who < 0 ? "the coordinator" : "worker", h.who, passes,
-                        who < 0 ? "the coordinator" : "worker", who);
+  if (!rc && (h.passes != passes || h.who != who)) {
+    char was[32], want[32];
+    rc = strata_err_set(STRATA_EPARSE, "%s: written after %d passes by %s, not after %d passes by %s",
+                        path, h.passes, writer_name(was, sizeof was, h.who), passes,
+                        writer_name(want, sizeof want, who));
+  }
   uint64_t off = sizeof h;
   while (!rc) {
     strata__ckpt_entry e;
