@@ -266,6 +266,24 @@ static void test_hash_streaming_every_split(void **state) {
   }
 }
 
+/* No bytes at all may come as (NULL, 0), at any point of a stream (the
+ * checkpoint writer's empty entries do): nothing changes. */
+static void test_hash_empty_update(void **state) {
+  (void)state;
+  unsigned char buf[80];
+  fill_bytes(buf, sizeof buf, 6);
+  assert_true(strata_hash64(NULL, 0, 3) == strata_hash64(buf, 0, 3));
+  for (size_t n = 0; n <= sizeof buf; n += 5) {
+    strata_hash h;
+    strata_hash_init(&h, 3);
+    strata_hash_update(&h, NULL, 0);
+    strata_hash_update(&h, buf, n);
+    strata_hash_update(&h, NULL, 0);
+    strata_hash_update(&h, buf + n, 0);
+    assert_true(strata_hash_final(&h) == strata_hash64(buf, n, 3));
+  }
+}
+
 /* Long inputs: cuts at and around every stripe boundary of the first few
  * stripes, one byte at a time, and random pieces. */
 static void test_hash_streaming_long(void **state) {
@@ -791,6 +809,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_fail_after_injects_one_failure, setup, teardown),
       cmocka_unit_test_setup_teardown(test_clocks_advance, setup, teardown),
       cmocka_unit_test_setup_teardown(test_hash_streaming_every_split, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_hash_empty_update, setup, teardown),
       cmocka_unit_test_setup_teardown(test_hash_streaming_long, setup, teardown),
       cmocka_unit_test_setup_teardown(test_hash_seeds_and_lengths, setup, teardown),
       cmocka_unit_test_setup_teardown(test_hash_every_bit_matters, setup, teardown),
