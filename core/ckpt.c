@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -166,6 +167,13 @@ static int get(FILE *f, const char *path, void *buf, uint64_t len) {
   return 0;
 }
 
+/* "the coordinator" (who < 0) or "worker W", for messages. */
+static const char *writer_name(char *buf, size_t n, int32_t who) {
+  if (who < 0) return "the coordinator";
+  snprintf(buf, n, "worker %d", (int)who);
+  return buf;
+}
+
 int strata__part_read(const char *path, int passes, int32_t who, uint64_t sum, uint64_t bytes,
                       strata__part_dest dest, void *ud) {
   FILE *f = fopen(path, "rb");
@@ -188,11 +196,12 @@ int strata__part_read(const char *path, int passes, int32_t who, uint64_t sum, u
   if (!rc && (memcmp(h.magic, PART_MAGIC, 8) != 0 || h.version != STRATA__CKPT_VERSION))
     rc = strata_err_set(STRATA_EPARSE, "%s: not a strata checkpoint part (version %u)", path,
                         STRATA__CKPT_VERSION);
-  if (!rc && (h.passes != passes || h.who != who))
-    rc = strata_err_set(STRATA_EPARSE,
-                        "%s: written after %d passes by %s %d, not after %d passes by %s %d", path,
-                        h.passes, h.who < 0 ? "the coordinator" : "worker", h.who, passes,
-                        who < 0 ? "the coordinator" : "worker", who);
+  if (!rc && (h.passes != passes || h.who != who)) {
+    char was[32], want[32];
+    rc = strata_err_set(STRATA_EPARSE, "%s: written after %d passes by %s, not after %d passes by %s",
+                        path, h.passes, writer_name(was, sizeof was, h.who), passes,
+                        writer_name(want, sizeof want, who));
+  }
   uint64_t off = sizeof h;
   while (!rc) {
     strata__ckpt_entry e;
@@ -218,16 +227,19 @@ int strata__part_read(const char *path, int passes, int32_t who, uint64_t sum, u
   return rc;
 }
 
-/* The pass count of a checkpoint directory's name, or -1. */
+/* The pass count of a checkpoint directory's name, or -1. The names are
+ * exactly those strata__ckpt_path gives ("%06d"): six digits, or more
+ * without a leading zero once passes reach 1000000 (--passes allows it). */
 static int pass_of(const char *name) {
-  size_t n = strlen(PASS_PREFIX);
-  if (strncmp(name, PASS_PREFIX, n) != 0 || strlen(name) != n + 6) return -1;
-  int v = 0;
+  size_t n = strlen(PASS_PREFIX), len = strlen(name);
+  if (strncmp(name, PASS_PREFIX, n) != 0 || len < n + 6 || len > n + 10) return -1;
+  if (len > n + 6 && name[n] == '0') return -1;
+  long long v = 0;
   for (const char *p = name + n; *p; p++) {
     if (*p < '0' || *p > '9') return -1;
     v = v * 10 + (*p - '0');
   }
-  return v;
+  return v <= INT_MAX ? (int)v : -1;
 }
 
 static int is_complete(const char *dir, int passes) {

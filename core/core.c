@@ -354,6 +354,8 @@ static void h_stripe(uint64_t v[4], const unsigned char *p) {
 }
 
 void strata_hash_update(strata_hash *h, const void *data, size_t len) {
+  /* (NULL, 0) is a valid empty update, but memcpy may not be given NULL. */
+  if (len == 0) return;
   const unsigned char *p = data;
   h->total += len;
   if (h->n) {

@@ -360,7 +360,12 @@ int strata__json_int(const strata__jv *o, const char *key, int64_t lo, int64_t h
   const strata__jv *m = strata__json_get(o, key);
   if (!m || m->kind != STRATA__JV_NUMBER) return -1;
   double v = m->number;
-  if (v != floor(v) || v < (double)lo || v > (double)hi) return -1;
-  *out = (int64_t)v;
+  /* Bounds compare as integers: (double)hi may round past hi (INT64_MAX
+   * becomes 2^63, which no int64_t holds), and converting a double outside
+   * [-2^63, 2^63) to int64_t is undefined. */
+  if (v != floor(v) || v < -0x1p63 || v >= 0x1p63) return -1;
+  int64_t i = (int64_t)v;
+  if (i < lo || i > hi) return -1;
+  *out = i;
   return 0;
 }

@@ -79,6 +79,7 @@ STRATA_EXPORT uint64_t strata_mix64(uint64_t x);
  * stripes, then a final mix: several GB/s, and the same value for the same
  * bytes however they are split into updates. strata_hash64 is the one-shot
  * form: strata_hash64(p, n, seed) equals init(seed), update(p, n), final.
+ * p may be NULL when its length is 0.
  */
 typedef struct strata_hash {
   uint64_t v[4];

@@ -1,6 +1,6 @@
 /*
- * Unit tests for core/core.c (allocation wrappers, random numbers, atomic
- * file output, quoting input in messages) and strata_median.
+ * Unit tests for core/core.c (allocation wrappers, checksums, random
+ * numbers, atomic file output, quoting input in messages) and strata_median.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -205,6 +205,198 @@ static void test_clocks_advance(void **state) {
   assert_true(c1 >= c0);
   assert_true(c0 >= 0);
   assert_true(x > 0);
+}
+
+/* ---- checksums ------------------------------------------------------ */
+
+/* The checksum of buf[0..n) fed in the pieces that cuts[0..k) (ascending,
+ * each in [0, n]) make, checking along the way that the value after each
+ * piece is the one-shot value of the bytes so far (final does not end the
+ * stream). */
+static uint64_t hash_pieces(const unsigned char *buf, size_t n, const size_t *cuts, int k,
+                            uint64_t seed) {
+  strata_hash h;
+  strata_hash_init(&h, seed);
+  size_t at = 0;
+  for (int i = 0; i <= k; i++) {
+    size_t to = i < k ? cuts[i] : n;
+    strata_hash_update(&h, buf + at, to - at);
+    at = to;
+    if (strata_hash_final(&h) != strata_hash64(buf, at, seed))
+      fail_msg("after %zu of %zu bytes in %d pieces: the value differs from the one-shot one", at,
+               n, k + 1);
+  }
+  return strata_hash_final(&h);
+}
+
+static void fill_bytes(unsigned char *buf, size_t n, uint64_t seed) {
+  strata_rng r;
+  strata_rng_seed(&r, seed);
+  for (size_t i = 0; i < n; i++) buf[i] = (unsigned char)strata_rng_next(&r);
+}
+
+/* However the bytes are split into updates (two pieces at every cut, three
+ * at every pair of cuts, one byte at a time), the checksum is the one-shot
+ * one, for every length up to 100 (across the 32-byte stripes) and at any
+ * alignment of the bytes. */
+static void test_hash_streaming_every_split(void **state) {
+  (void)state;
+  enum { MAXN = 100 };
+  unsigned char store[MAXN + 8];
+  fill_bytes(store, sizeof store, 1);
+  for (size_t n = 0; n <= MAXN; n++) {
+    const unsigned char *buf = store + n % 8; /* varying alignment */
+    uint64_t whole = strata_hash64(buf, n, 7);
+    /* The same bytes elsewhere in memory give the same value. */
+    unsigned char copy[MAXN + 1];
+    memcpy(copy + 1, buf, n);
+    assert_true(strata_hash64(copy + 1, n, 7) == whole);
+    for (size_t i = 0; i <= n; i++) {
+      size_t cuts[2] = {i, 0};
+      assert_true(hash_pieces(buf, n, cuts, 1, 7) == whole);
+      for (size_t j = i; j <= n; j++) {
+        cuts[1] = j;
+        if (hash_pieces(buf, n, cuts, 2, 7) != whole)
+          fail_msg("%zu bytes cut at %zu and %zu: not the one-shot value", n, i, j);
+      }
+    }
+    size_t ones[MAXN];
+    for (size_t i = 0; i < n; i++) ones[i] = i + 1;
+    assert_true(hash_pieces(buf, n, ones, (int)n, 7) == whole);
+  }
+}
+
+/* No bytes at all may come as (NULL, 0), at any point of a stream (the
+ * checkpoint writer's empty entries do): nothing changes. */
+static void test_hash_empty_update(void **state) {
+  (void)state;
+  unsigned char buf[80];
+  fill_bytes(buf, sizeof buf, 6);
+  assert_true(strata_hash64(NULL, 0, 3) == strata_hash64(buf, 0, 3));
+  for (size_t n = 0; n <= sizeof buf; n += 5) {
+    strata_hash h;
+    strata_hash_init(&h, 3);
+    strata_hash_update(&h, NULL, 0);
+    strata_hash_update(&h, buf, n);
+    strata_hash_update(&h, NULL, 0);
+    strata_hash_update(&h, buf + n, 0);
+    assert_true(strata_hash_final(&h) == strata_hash64(buf, n, 3));
+  }
+}
+
+/* Long inputs: cuts at and around every stripe boundary of the first few
+ * stripes, one byte at a time, and random pieces. */
+static void test_hash_streaming_long(void **state) {
+  (void)state;
+  static const size_t lens[] = {1024, 4096 + 7, 65536 + 31, 1000003};
+  unsigned char *buf = malloc(1000003);
+  assert_non_null(buf);
+  fill_bytes(buf, 1000003, 2);
+  strata_rng r;
+  strata_rng_seed(&r, 3);
+  for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+    size_t n = lens[li];
+    uint64_t whole = strata_hash64(buf, n, 11);
+    for (size_t b = 32; b <= 32 * 8; b += 32)
+      for (size_t d = 0; d < 3; d++) {
+        size_t cut = b + d - 1;
+        assert_true(hash_pieces(buf, n, &cut, 1, 11) == whole);
+      }
+    if (n <= 4096 + 7) {
+      size_t *ones = malloc(n * sizeof *ones);
+      assert_non_null(ones);
+      for (size_t i = 0; i < n; i++) ones[i] = i + 1;
+      assert_true(hash_pieces(buf, n, ones, (int)n - 1, 11) == whole);
+      free(ones);
+    }
+    for (int round = 0; round < 20; round++) {
+      size_t cuts[16];
+      int k = 1 + (int)strata_rng_below(&r, 16);
+      for (int i = 0; i < k; i++) cuts[i] = (size_t)strata_rng_below(&r, n + 1);
+      for (int i = 1; i < k; i++) /* insertion sort */
+        for (int j = i; j > 0 && cuts[j - 1] > cuts[j]; j--) {
+          size_t t = cuts[j];
+          cuts[j] = cuts[j - 1];
+          cuts[j - 1] = t;
+        }
+      assert_true(hash_pieces(buf, n, cuts, k, 11) == whole);
+    }
+  }
+  free(buf);
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Whether the n values are pairwise distinct (sorts them). */
+static int all_distinct(uint64_t *v, size_t n) {
+  qsort(v, n, sizeof *v, cmp_u64);
+  for (size_t i = 1; i < n; i++)
+    if (v[i] == v[i - 1]) return 0;
+  return 1;
+}
+
+/* Different seeds give different values for the same bytes, at every
+ * length (none included); and lengths are told apart, zeros included. */
+static void test_hash_seeds_and_lengths(void **state) {
+  (void)state;
+  static const size_t lens[] = {0, 1, 7, 8, 31, 32, 33, 64, 100, 1024};
+  static const uint64_t seeds[] = {0, 1, 2, 3, 0x73747261746163ull, UINT64_MAX, UINT64_MAX - 1,
+                                   UINT64_C(1) << 63, 0x9e3779b97f4a7c15ull};
+  enum { NS = sizeof seeds / sizeof *seeds };
+  unsigned char buf[1024];
+  fill_bytes(buf, sizeof buf, 4);
+  for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+    uint64_t v[NS];
+    for (int s = 0; s < NS; s++) v[s] = strata_hash64(buf, lens[li], seeds[s]);
+    if (!all_distinct(v, NS)) fail_msg("%zu bytes: two seeds give the same checksum", lens[li]);
+  }
+  /* 0..256 zero bytes: the length alone must tell them apart. */
+  unsigned char zeros[256] = {0};
+  uint64_t z[257];
+  for (size_t n = 0; n <= 256; n++) z[n] = strata_hash64(zeros, n, 0);
+  assert_true(all_distinct(z, 257));
+}
+
+/* Flipping any one bit of a 1 KB buffer changes the checksum, to a value
+ * no other flip gives; so does swapping two different 8-byte words of a
+ * stripe, or two lanes' words. */
+static void test_hash_every_bit_matters(void **state) {
+  (void)state;
+  enum { N = 1024 };
+  unsigned char buf[N];
+  fill_bytes(buf, N, 5);
+  uint64_t *v = malloc((8 * N + 1) * sizeof *v);
+  assert_non_null(v);
+  v[8 * N] = strata_hash64(buf, N, 9);
+  for (size_t i = 0; i < 8 * N; i++) {
+    buf[i / 8] ^= (unsigned char)(1u << (i % 8));
+    v[i] = strata_hash64(buf, N, 9);
+    buf[i / 8] ^= (unsigned char)(1u << (i % 8));
+    if (v[i] == v[8 * N]) fail_msg("flipping bit %zu of byte %zu leaves the checksum", i % 8, i / 8);
+  }
+  assert_true(all_distinct(v, 8 * N + 1));
+  free(v);
+  /* The same for every bit of a short tail (under a stripe). */
+  for (size_t n = 1; n < 32; n++) {
+    uint64_t base = strata_hash64(buf, n, 9);
+    for (size_t i = 0; i < 8 * n; i++) {
+      buf[i / 8] ^= (unsigned char)(1u << (i % 8));
+      assert_true(strata_hash64(buf, n, 9) != base);
+      buf[i / 8] ^= (unsigned char)(1u << (i % 8));
+    }
+  }
+  uint64_t base = strata_hash64(buf, 64, 9);
+  for (int a = 0; a < 8; a++)
+    for (int b = a + 1; b < 8; b++) {
+      unsigned char sw[64];
+      memcpy(sw, buf, 64);
+      memcpy(sw + 8 * a, buf + 8 * b, 8);
+      memcpy(sw + 8 * b, buf + 8 * a, 8);
+      assert_true(strata_hash64(sw, 64, 9) != base);
+    }
 }
 
 /* ---- random numbers -------------------------------------------------- */
@@ -616,6 +808,11 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_free_null_is_noop, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fail_after_injects_one_failure, setup, teardown),
       cmocka_unit_test_setup_teardown(test_clocks_advance, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_hash_streaming_every_split, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_hash_empty_update, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_hash_streaming_long, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_hash_seeds_and_lengths, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_hash_every_bit_matters, setup, teardown),
       cmocka_unit_test_setup_teardown(test_rng_same_seed_same_stream, setup, teardown),
       cmocka_unit_test_setup_teardown(test_rng_different_seed_differs, setup, teardown),
       cmocka_unit_test_setup_teardown(test_rng_uniform_range, setup, teardown),

@@ -782,6 +782,322 @@ static void test_typed_help_and_echo(void **state) {
   free(out);
 }
 
+/* ---- resumable options and the run's settings ---- */
+
+/* Every type of option, some marked STRATA_OPT_RESUMABLE (R_*), in two
+ * groups; each table exists twice, with RB or-ed into every entry (0, or
+ * STRATA_OPT_RESUMABLE to mark all of them), so that the bit's effect on
+ * everything but the settings can be compared. */
+typedef struct scfg {
+  int alpha;
+  const char *out;
+  uint64_t beta;
+  double gamma;
+  int verbose;
+  const char *name;
+  int fast;
+  const char *kind;
+  int level;
+  int passes;
+  strata_opt_int opt_int;
+  strata_opt_double opt_double;
+  const char *spec;
+  int spec_n;
+  double spec_x;
+  int spec_k;
+  double rate_log;
+  const char *load;
+  int load_ms;
+} scfg;
+
+typedef struct scfg2 {
+  uint64_t seed;
+  const char *log;
+  double tol;
+} scfg2;
+
+#define R STRATA_OPT_RESUMABLE
+#define S(f) offsetof(scfg, f)
+#define S2(f) offsetof(scfg2, f)
+#define SETTINGS_TABLES(SUFFIX, RB)                                                                \
+  static const strata_option spec_keys##SUFFIX[] = {                                               \
+      {"n", 0, STRATA_OPT_INT | (RB), S(spec_n), NULL, "N", 1, 100, NULL, NULL, NULL},             \
+      {"x", 0, STRATA_OPT_DOUBLE | STRATA_OPT_OPEN_MIN | (RB), S(spec_x), "0.5", "X", 0, 2, NULL,  \
+       NULL, NULL},                                                                                \
+      {"k", 0, STRATA_OPT_ENUM | (RB), S(spec_k), "off", "K", 0, 0, "off|on", NULL, NULL},         \
+      {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};                                        \
+  static const strata_option rload_keys##SUFFIX[] = {                                               \
+      {"ms", 0, STRATA_OPT_INT | (RB), S(load_ms), "5", "MS", 0, 50, NULL, NULL, NULL},            \
+      {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};                                        \
+  static const strata_option sopts##SUFFIX[] = {                                                   \
+      {"alpha", 'a', STRATA_OPT_INT | (RB), S(alpha), "3", "N", 1, 9, NULL, "an int", NULL},       \
+      {"out", 'o', STRATA_OPT_STRING | R | (RB), S(out), "x.txt", "FILE", 0, 0, NULL,              \
+       "an output (resumable)", NULL},                                                             \
+      {"beta", 0, STRATA_OPT_U64 | (RB), S(beta), "12345678901", "U", 0, 0, NULL, "a u64", NULL},  \
+      {"gamma", 0, STRATA_OPT_DOUBLE | STRATA_OPT_OPEN_MIN | (RB), S(gamma), "0.125", "G", 0, 1,   \
+       NULL, "a double in (0, 1]", NULL},                                                          \
+      {"verbose", 'v', STRATA_OPT_FLAG | R | (RB), S(verbose), NULL, NULL, 0, 0, NULL,             \
+       "a flag (resumable)", NULL},                                                                \
+      {"name", 'n', STRATA_OPT_STRING | (RB), S(name), NULL, "NAME", 0, 0, NULL, "a string",      \
+       NULL},                                                                                      \
+      {"fast", 0, STRATA_OPT_FLAG | (RB), S(fast), NULL, NULL, 0, 0, NULL, "a flag", NULL},        \
+      {"kind", 0, STRATA_OPT_CHOICE | (RB), S(kind), "b", "K", 0, 0, "a|b|c", "a choice", NULL},   \
+      {"level", 0, STRATA_OPT_ENUM | (RB), S(level), "mid", "L", 0, 0, "low|mid|high", "an enum",  \
+       NULL},                                                                                      \
+      {"passes", 'p', STRATA_OPT_INT | R | (RB), S(passes), "10", "N", 1, 1000, NULL,              \
+       "passes (resumable)", NULL},                                                                \
+      {"opt-int", 0, STRATA_OPT_INT_OPTIONAL | (RB), S(opt_int), NULL, "N", 0, 99, NULL,           \
+       "an optional int", NULL},                                                                   \
+      {"opt-double", 0, STRATA_OPT_DOUBLE_OPTIONAL | (RB), S(opt_double), "0.5", "X", 0, 1, NULL, \
+       "an optional double", NULL},                                                                \
+      {"spec", 0, STRATA_OPT_SPEC | (RB), S(spec), NULL, "n=N[,x=X,k=K]", 0, 0, NULL, "a spec",    \
+       spec_keys##SUFFIX},                                                                         \
+      {"rate-log", 0, STRATA_OPT_DOUBLE | STRATA_OPT_OPEN_MIN | R | (RB), S(rate_log), "2.5", "S",  \
+       0, 10, NULL, "logging rate (resumable)", NULL},                                             \
+      {"load", 0, STRATA_OPT_SPEC | R | (RB), S(load), NULL, "ms=MS", 0, 0, NULL,                  \
+       "a spec (resumable)", rload_keys##SUFFIX},                                                   \
+      {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};                                        \
+  static const strata_option sopts2##SUFFIX[] = {                                                  \
+      {"log", 0, STRATA_OPT_CHOICE | R | (RB), S2(log), "info", "LVL", 0, 0, "info|debug",         \
+       "a choice (resumable)", NULL},                                                              \
+      {"seed", 's', STRATA_OPT_U64 | (RB), S2(seed), "42", "S", 0, 0, NULL, "a seed", NULL},        \
+      {"tol", 0, STRATA_OPT_DOUBLE | (RB), S2(tol), "1e-06", "T", 0, 0, NULL, "a tolerance", NULL}, \
+      {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+
+SETTINGS_TABLES(, 0)
+SETTINGS_TABLES(_all_r, R)
+#undef SETTINGS_TABLES
+#undef S
+#undef S2
+
+static int is_resumable_name(const char *name) {
+  static const char *const r[] = {"out", "verbose", "passes", "rate-log", "load", "log"};
+  for (size_t i = 0; i < sizeof r / sizeof *r; i++)
+    if (!strcmp(name, r[i])) return 1;
+  return 0;
+}
+
+/* Both groups bound to fresh structs, defaults stored. */
+static void settings_groups(strata_optgroup g[2], scfg *a, scfg2 *b, int all_r) {
+  memset(a, 0xA5, sizeof *a);
+  memset(b, 0xA5, sizeof *b);
+  g[0] = (strata_optgroup){"run", all_r ? sopts_all_r : sopts, a};
+  g[1] = (strata_optgroup){"misc", all_r ? sopts2_all_r : sopts2, b};
+  assert_int_equal(strata_options_defaults(g, 2), 0);
+}
+
+static int parse_groups(strata_optgroup *g, int n, const char *const *args, int *help) {
+  char *argv[40];
+  int argc = 0;
+  for (; args[argc]; argc++) argv[argc] = (char *)args[argc];
+  return strata_options_parse(g, n, argc, argv, help);
+}
+
+static char *capture_groups(const strata_optgroup *g, int n, int help) {
+  mem_buf = NULL;
+  mem_len = 0;
+  FILE *f = open_memstream(&mem_buf, &mem_len);
+  assert_non_null(f);
+  if (help) strata_options_help(f, g, n);
+  else strata_options_echo(f, "> ", g, n);
+  fclose(f);
+  return mem_buf;
+}
+
+/* The settings against want (NULL-terminated), and against the echo: the
+ * echo's "name=value" of every option not resumable, in the same order. */
+static void check_settings(const strata_optgroup *g, const char *const *want) {
+  char **set = NULL;
+  int n = -1;
+  size_t live = strata_alloc_live();
+  assert_int_equal(strata_options_settings(g, 2, &set, &n), 0);
+  assert_non_null(set);
+  int k = 0;
+  for (; want[k]; k++) {
+    if (k >= n) fail_msg("settings end after %d entries, want '%s' next", n, want[k]);
+    if (strcmp(set[k], want[k]) != 0) fail_msg("setting %d is '%s', want '%s'", k, set[k], want[k]);
+  }
+  assert_int_equal(n, k);
+  char *echo = capture_groups(g, 2, 0);
+  int e = 0;
+  for (char *line = strtok(echo, "\n"); line; line = strtok(NULL, "\n")) {
+    assert_memory_equal(line, "> ", 2);
+    char *p = strchr(line, ':');
+    assert_non_null(p);
+    for (char *tok = strtok_r(p + 1, " ", &p); tok; tok = strtok_r(NULL, " ", &p)) {
+      char name[64];
+      snprintf(name, sizeof name, "%.*s", (int)strcspn(tok, "="), tok);
+      if (is_resumable_name(name)) continue;
+      if (e >= n || strcmp(set[e], tok) != 0)
+        fail_msg("echo has '%s' where the settings have '%s'", tok, e < n ? set[e] : "(end)");
+      e++;
+    }
+  }
+  assert_int_equal(e, n);
+  free(echo);
+  strata_free(set);
+  assert_int_equal(strata_alloc_live(), live);
+}
+
+static void test_settings_list_the_options_not_resumable(void **state) {
+  (void)state;
+  strata_optgroup g[2];
+  scfg a;
+  scfg2 b;
+  settings_groups(g, &a, &b, 0);
+  /* Defaults: every type as the echo writes it, resumable ones left out. */
+  static const char *const defaults[] = {
+      "alpha=3",    "beta=12345678901", "gamma=0.125", "name=-",      "fast=off",
+      "kind=b",     "level=mid",        "opt-int=-",   "opt-double=-", "spec=-",
+      "seed=42",    "tol=1e-06",        NULL};
+  check_settings(g, defaults);
+  /* After a command line, the values given. */
+  static const char *const args[] = {"--alpha", "5", "--name=bob", "--fast", "--kind", "c",
+                                     "--level", "high", "--opt-int", "7", "--opt-double", "0.25",
+                                     "--spec", "n=4,x=1.5", "-s", "18446744073709551615",
+                                     "--gamma", "1", "--tol", "0.001", "-o", "y.txt", "-p", "20",
+                                     "-v", "--rate-log", "9", "--load", "ms=7", "--log", "debug",
+                                     NULL};
+  int help = -1;
+  assert_int_equal(parse_groups(g, 2, args, &help), 0);
+  assert_int_equal(help, 0);
+  static const char *const given[] = {
+      "alpha=5",   "beta=12345678901", "gamma=1",   "name=bob",     "fast=on",
+      "kind=c",    "level=high",       "opt-int=7", "opt-double=0.25", "spec=n=4,x=1.5,k=off",
+      "seed=18446744073709551615",     "tol=0.001", NULL};
+  check_settings(g, given);
+  /* The resumable options took their values, and they change no setting. */
+  assert_string_equal(a.out, "y.txt");
+  assert_int_equal(a.passes, 20);
+  assert_int_equal(a.verbose, 1);
+  assert_true(a.rate_log == 9.0);
+  assert_int_equal(a.load_ms, 7);
+  assert_string_equal(b.log, "debug");
+  scfg a2;
+  scfg2 b2;
+  strata_optgroup g2[2];
+  settings_groups(g2, &a2, &b2, 0);
+  static const char *const same[] = {"--spec", "x=1.5,n=4", "--opt-double=0.25", "--opt-int", "7",
+                                     "--level", "high", "--kind", "c", "--fast", "--name", "bob",
+                                     "--alpha", "5", "--seed", "18446744073709551615", "--gamma",
+                                     "1", "--tol", "1e-3", NULL};
+  assert_int_equal(parse_groups(g2, 2, same, &help), 0);
+  check_settings(g2, given);
+  assert_string_equal(a2.out, "x.txt");
+  assert_int_equal(a2.passes, 10);
+}
+
+/* Settings with nothing to list, and out of memory. */
+static void test_settings_empty_and_oom(void **state) {
+  (void)state;
+  strata_optgroup g[2];
+  scfg a;
+  scfg2 b;
+  settings_groups(g, &a, &b, 1);
+  char **set = NULL;
+  int n = -1;
+  assert_int_equal(strata_options_settings(g, 2, &set, &n), 0);
+  assert_int_equal(n, 0);
+  strata_free(set);
+  n = -1;
+  assert_int_equal(strata_options_settings(g, 0, &set, &n), 0);
+  assert_int_equal(n, 0);
+  strata_free(set);
+  settings_groups(g, &a, &b, 0);
+  strata_alloc_fail_after(1);
+  set = (char **)&set;
+  n = -1;
+  int rc = strata_options_settings(g, 2, &set, &n);
+  strata_alloc_fail_after(0);
+  assert_int_equal(rc, STRATA_ENOMEM);
+  assert_null(set);
+  assert_int_equal(n, 0);
+  assert_int_equal(strata_alloc_live(), live0);
+}
+
+/* STRATA_OPT_RESUMABLE changes the settings and nothing else: the same
+ * defaults, the same values parsed, the same errors, --help and echo byte
+ * for byte, with the bit on every option or on none. */
+static void test_resumable_bit_changes_nothing_else(void **state) {
+  (void)state;
+  strata_optgroup plain[2], marked[2];
+  scfg pa, ma;
+  scfg2 pb, mb;
+  settings_groups(plain, &pa, &pb, 0);
+  settings_groups(marked, &ma, &mb, 1);
+  char *h1 = capture_groups(plain, 2, 1), *h2 = capture_groups(marked, 2, 1);
+  assert_string_equal(h1, h2);
+  assert_non_null(strstr(h1, "(0..1] [default: 0.125]")); /* the open minimum shows */
+  free(h1);
+  free(h2);
+  const char *const *const lines[] = {
+      (const char *const[]){NULL},
+      (const char *const[]){"--alpha", "9", "-o", "z", "--beta", "0", "--gamma", "0.5", "-v",
+                            "-n", "x", "--fast", "--kind=a", "--level", "low", "-p", "1000",
+                            "--opt-int", "0", "--opt-double", "1", "--spec", "3",
+                            "--rate-log", "10", "--load", "ms=50", "--log", "info", "-s", "7",
+                            "--tol", "-2.5", NULL},
+      (const char *const[]){"--spec", "n=100,k=on,x=2", "--load=ms=0", NULL},
+  };
+  for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) {
+    int help1 = -1, help2 = -1;
+    settings_groups(plain, &pa, &pb, 0);
+    settings_groups(marked, &ma, &mb, 1);
+    assert_int_equal(parse_groups(plain, 2, lines[i], &help1), 0);
+    assert_int_equal(parse_groups(marked, 2, lines[i], &help2), 0);
+    assert_int_equal(help1, help2);
+    char *e1 = capture_groups(plain, 2, 0), *e2 = capture_groups(marked, 2, 0);
+    assert_string_equal(e1, e2);
+    free(e1);
+    free(e2);
+    /* The structs agree field by field (strings by content). */
+    assert_int_equal(pa.alpha, ma.alpha);
+    assert_true(pa.beta == ma.beta && pa.gamma == ma.gamma && pa.rate_log == ma.rate_log);
+    assert_int_equal(pa.verbose, ma.verbose);
+    assert_int_equal(pa.fast, ma.fast);
+    assert_int_equal(pa.level, ma.level);
+    assert_int_equal(pa.passes, ma.passes);
+    assert_int_equal(pa.opt_int.value, ma.opt_int.value);
+    assert_int_equal(pa.opt_int.given, ma.opt_int.given);
+    assert_true(pa.opt_double.value == ma.opt_double.value);
+    assert_int_equal(pa.opt_double.given, ma.opt_double.given);
+    assert_int_equal(pa.spec_n, ma.spec_n);
+    assert_true(pa.spec_x == ma.spec_x);
+    assert_int_equal(pa.spec_k, ma.spec_k);
+    assert_int_equal(pa.load_ms, ma.load_ms);
+    assert_string_equal(pa.out, ma.out);
+    assert_string_equal(pa.kind, ma.kind);
+    assert_true((pa.name == NULL) == (ma.name == NULL));
+    assert_true((pa.spec == NULL) == (ma.spec == NULL));
+    assert_true(pb.seed == mb.seed && pb.tol == mb.tol);
+    assert_string_equal(pb.log, mb.log);
+  }
+  /* Values the table refuses: the same code and message either way. */
+  const char *const *const bad[] = {
+      (const char *const[]){"--alpha", "10", NULL},  (const char *const[]){"--gamma", "0", NULL},
+      (const char *const[]){"--rate-log", "0", NULL}, (const char *const[]){"--kind", "d", NULL},
+      (const char *const[]){"--level", "top", NULL}, (const char *const[]){"-p", "0", NULL},
+      (const char *const[]){"--opt-int", "100", NULL}, (const char *const[]){"--spec", "x=1", NULL},
+      (const char *const[]){"--spec", "n=1,x=0", NULL}, (const char *const[]){"--load", "ms=51", NULL},
+      (const char *const[]){"--verbose=1", NULL},    (const char *const[]){"--beta", "-1", NULL},
+      (const char *const[]){"--log", "warn", NULL},  (const char *const[]){"--out", NULL},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    int help = -1;
+    settings_groups(plain, &pa, &pb, 0);
+    settings_groups(marked, &ma, &mb, 1);
+    strata_err_clear();
+    int rc1 = parse_groups(plain, 2, bad[i], &help);
+    char msg1[512];
+    snprintf(msg1, sizeof msg1, "%s", strata_err_msg());
+    strata_err_clear();
+    int rc2 = parse_groups(marked, 2, bad[i], &help);
+    assert_int_equal(rc1, STRATA_EUSAGE);
+    assert_int_equal(rc2, rc1);
+    assert_string_equal(strata_err_msg(), msg1);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_defaults_land_in_struct, setup, teardown),
@@ -814,6 +1130,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_spec_bad, setup, teardown),
       cmocka_unit_test_setup_teardown(test_spec_bad_table, setup, teardown),
       cmocka_unit_test_setup_teardown(test_typed_help_and_echo, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_settings_list_the_options_not_resumable, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_settings_empty_and_oom, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_resumable_bit_changes_nothing_else, setup, teardown),
   };
   return cmocka_run_group_tests_name("options", tests, NULL, NULL);
 }

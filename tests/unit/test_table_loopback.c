@@ -6,7 +6,9 @@
  * amounts drawn from the seed, so that a value read tells exactly which of
  * that worker's clocks it includes: the SSP window, read-my-writes, ESSP
  * pushes, async progress, snapshots and the final sums are checked from
- * that.
+ * that. A table opened at a start clock S (a resumed run) holds in its
+ * initial values every worker's amounts of the clocks before S, and runs
+ * clocks S, S + 1, ...
  *
  * The randomised tests print their seed; STRATA_TEST_SEED=X replays it (the
  * same draws; thread timing still varies). A watchdog fails a test that
@@ -51,7 +53,7 @@ static void on_alarm(int sig) {
 
 /* ---- scenarios ---------------------------------------------------------- */
 
-typedef enum { RUN = 0, PUSH, STALL } mode;
+typedef enum { RUN = 0, PUSH, STALL, FIRST_READ } mode;
 
 typedef struct scen {
   mode mode;
@@ -66,11 +68,15 @@ typedef struct scen {
   int final_snap;  /* RUN: snapshot C of every row, checked exact */
   int early_close; /* RUN: worker 0 closes without the final read */
   int extra;       /* RUN, async: worker w runs extra * w more clocks */
+  int start;       /* the table's start clock: clocks run [start, start + C) */
   int max_delay, reorder;
   uint64_t seed;
   int32_t *S; /* S[(w * N + r) * (Cmax + 1) + k]: worker w's sum on row r over clocks < k */
   int Cmax;
 } scen;
+
+/* The clock every worker ends at (the last clock of the run plus one). */
+static int end_clock(const scen *sc) { return sc->start + sc->C; }
 
 static int32_t prefix(const scen *sc, int w, uint32_t r, int k) {
   return sc->S[((size_t)w * sc->N + r) * (size_t)(sc->Cmax + 1) + (size_t)k];
@@ -79,7 +85,7 @@ static int32_t prefix(const scen *sc, int w, uint32_t r, int k) {
 /* What worker w adds to row r at clock c: 1..3, never 0, so that the sums
  * over its first k clocks differ for every k. */
 static void scen_prepare(scen *sc) {
-  sc->Cmax = sc->C + sc->extra * (sc->P - 1);
+  sc->Cmax = sc->start + sc->C + sc->extra * (sc->P - 1);
   sc->S = malloc((size_t)sc->P * sc->N * (size_t)(sc->Cmax + 1) * sizeof *sc->S);
   assert_non_null(sc->S);
   for (int w = 0; w < sc->P; w++)
@@ -97,12 +103,12 @@ typedef struct worker {
   scen *sc;
   strata_loopback *lb;
   pthread_barrier_t *bar;
-  int me, C;
+  int me, C; /* C: the clock this worker ends at */
   strata_rng rng;
   strata_table *tb;
   float *buf;     /* N * P */
   int32_t *own;   /* this worker's increments so far, per row */
-  float **snap;   /* RUN: snapshot t's buffer, or NULL */
+  float **snap;   /* RUN: snapshot t's buffer (at t - start), or NULL */
   int close_rc;
   strata_table_stats st;
   int peers_idle;   /* no other worker has written yet */
@@ -157,12 +163,12 @@ static void check_row(worker *w, uint32_t r, const float *v, int c, int window, 
              how, r, c, x, (double)v[x]);
       continue;
     }
-    if (w->peers_idle && k != 0)
+    if (w->peers_idle && k != sc->start)
       record(w, "%s row %u at clock %d: has %d clocks of worker %d, which has not started", how, r,
              c, k, x);
     if (!window) continue;
     int lo = c - sc->s, hi = c + sc->s + 1;
-    if (hi > sc->C) hi = sc->C;
+    if (hi > end_clock(sc)) hi = end_clock(sc);
     if (k < lo)
       record(w, "%s row %u at clock %d (s = %d): has %d clocks of worker %d, fewer than the %d guaranteed",
              how, r, c, sc->s, k, x, lo);
@@ -228,7 +234,7 @@ static int dawdle(worker *w) {
 static void check_snapshot(worker *w, int t, const uint8_t *asked) {
   const scen *sc = w->sc;
   for (uint32_t r = 0; r < sc->N; r++) {
-    const float *v = w->snap[t] + (size_t)r * sc->P;
+    const float *v = w->snap[t - sc->start] + (size_t)r * sc->P;
     if (asked[r]) {
       char how[32];
       snprintf(how, sizeof how, "snapshot %d", t);
@@ -242,8 +248,9 @@ static void check_snapshot(worker *w, int t, const uint8_t *asked) {
 
 /* Tests (or with wait, completes) every snapshot still out. */
 static int test_snapshots(worker *w, uint8_t **asked, int wait) {
-  for (int t = 1; t <= w->C; t++) {
-    if (!w->snap[t]) continue;
+  for (int t = w->sc->start + 1; t <= w->C; t++) {
+    int k = t - w->sc->start;
+    if (!w->snap[k]) continue;
     int done = 0;
     int rc = api(w, strata_table_snapshot_test(w->tb, t, wait, &done), "snapshot_test");
     if (rc) return rc;
@@ -251,24 +258,24 @@ static int test_snapshots(worker *w, uint8_t **asked, int wait) {
       if (wait) record(w, "snapshot %d not done after a waiting test", t);
       continue;
     }
-    check_snapshot(w, t, asked[t]);
-    free(w->snap[t]);
-    w->snap[t] = NULL;
+    check_snapshot(w, t, asked[k]);
+    free(w->snap[k]);
+    w->snap[k] = NULL;
   }
   return 0;
 }
 
 static int ask_snapshot(worker *w, uint8_t **asked, int all) {
   const scen *sc = w->sc;
-  int t = strata_table_current_clock(w->tb) + 1;
+  int t = strata_table_current_clock(w->tb) + 1, k = t - sc->start;
   uint32_t rows[64], n = 0;
-  asked[t] = calloc(sc->N, 1);
-  w->snap[t] = malloc((size_t)sc->N * sc->P * sizeof(float));
-  if (!asked[t] || !w->snap[t]) {
+  asked[k] = calloc(sc->N, 1);
+  w->snap[k] = malloc((size_t)sc->N * sc->P * sizeof(float));
+  if (!asked[k] || !w->snap[k]) {
     record(w, "out of memory");
     return -1;
   }
-  for (size_t i = 0; i < (size_t)sc->N * sc->P; i++) w->snap[t][i] = -7.0f;
+  for (size_t i = 0; i < (size_t)sc->N * sc->P; i++) w->snap[k][i] = -7.0f;
   for (uint32_t r = 0; r < sc->N; r++)
     if (all || strata_rng_below(&w->rng, 2)) rows[n++] = r;
   /* Any order will do. */
@@ -277,8 +284,8 @@ static int ask_snapshot(worker *w, uint8_t **asked, int all) {
     rows[i - 1] = rows[j];
     rows[j] = x;
   }
-  for (uint32_t i = 0; i < n; i++) asked[t][rows[i]] = 1;
-  return api(w, strata_table_snapshot_request(w->tb, rows, n, w->snap[t]), "snapshot_request");
+  for (uint32_t i = 0; i < n; i++) asked[k][rows[i]] = 1;
+  return api(w, strata_table_snapshot_request(w->tb, rows, n, w->snap[k]), "snapshot_request");
 }
 
 /* Clocks [from, to): reads, writes, maybe snapshots and refreshes. */
@@ -294,7 +301,7 @@ static int run_clocks(worker *w, int from, int to, uint8_t **asked) {
       break;
     if ((rc = add_clock(w, c, window, 1))) break;
     if (sc->snapshots && strata_rng_below(&w->rng, 2) && (rc = ask_snapshot(w, asked, 0))) break;
-    if (sc->final_snap && c == sc->C - 1 && (rc = ask_snapshot(w, asked, 1))) break;
+    if (sc->final_snap && c == end_clock(sc) - 1 && (rc = ask_snapshot(w, asked, 1))) break;
     if ((rc = dawdle(w))) break;
     if ((sc->snapshots || sc->final_snap) && (rc = test_snapshots(w, asked, 0))) break;
     if ((rc = api(w, strata_table_clock(w->tb), "clock"))) break;
@@ -305,20 +312,40 @@ static int run_clocks(worker *w, int from, int to, uint8_t **asked) {
 
 static int final_read(worker *w) {
   const scen *sc = w->sc;
-  /* Staleness 0 at clock C: every update of every worker. */
+  /* Staleness 0 at the end clock: every update of every worker. */
   int rc = api(w, strata_table_get_rows(w->tb, 0, sc->N, 0, w->buf), "final get_rows");
-  for (uint32_t r = 0; !rc && r < sc->N; r++) check_exact(w, r, w->buf + (size_t)r * sc->P, sc->C, "final");
+  for (uint32_t r = 0; !rc && r < sc->N; r++)
+    check_exact(w, r, w->buf + (size_t)r * sc->P, end_clock(sc), "final");
   return rc;
 }
 
-/* ESSP (or, to compare, SSP): read every row once at clock 0, then only
+/* Reads every row at the start clock with staleness 0, which the initial
+ * values satisfy: exactly them, at once, with no request sent. */
+static int start_read(worker *w) {
+  const scen *sc = w->sc;
+  w->peers_idle = 1;
+  int rc = api(w, strata_table_get_rows(w->tb, 0, sc->N, 0, w->buf), "start get_rows");
+  for (uint32_t r = 0; !rc && r < sc->N; r++)
+    check_exact(w, r, w->buf + (size_t)r * sc->P, sc->start, "read at the start clock:");
+  w->peers_idle = 0;
+  strata_table_stats st;
+  strata_table_get_stats(w->tb, &st);
+  if (!rc && (st.requests != 0 || st.wait_s != 0 || st.reads != sc->N))
+    record(w, "the read at the start clock sent %llu requests and waited %g s",
+           (unsigned long long)st.requests, st.wait_s);
+  if (!rc && (st.diff_min != 0 || st.hist[0] != sc->N))
+    record(w, "the read at the start clock has differential %d", (int)st.diff_min);
+  return rc;
+}
+
+/* ESSP (or, to compare, SSP): read every row once at the start clock, then only
  * write; after the last clock, serve and watch the cache through peek. */
 static int run_push(worker *w) {
   const scen *sc = w->sc;
   /* No window: peers that no longer read are not held back (the bound
    * above c + s + 1 in check_row assumes every worker reads every clock). */
-  int rc = get_check(w, 0, sc->N, 0, 0);
-  for (int c = 0; c < sc->C && !rc; c++) {
+  int rc = get_check(w, 0, sc->N, sc->start, 0);
+  for (int c = sc->start; c < end_clock(sc) && !rc; c++) {
     if ((rc = add_clock(w, c, 0, 0))) break;
     if ((rc = dawdle(w))) break;
     rc = api(w, strata_table_clock(w->tb), "clock");
@@ -334,17 +361,18 @@ static int run_push(worker *w) {
     int final = 1;
     for (uint32_t r = 0; r < sc->N && final; r++)
       for (int x = 0; x < sc->P; x++)
-        if (w->buf[(size_t)r * sc->P + x] != (float)r + (float)prefix(sc, x, r, sc->C)) final = 0;
+        if (w->buf[(size_t)r * sc->P + x] != (float)r + (float)prefix(sc, x, r, end_clock(sc)))
+          final = 0;
     if (essp && final) return 0;
   }
   for (uint32_t r = 0; r < sc->N; r++) {
     const float *v = w->buf + (size_t)r * sc->P;
     if (essp) {
-      check_exact(w, r, v, sc->C, "ESSP push, 4 s after the last clock,");
+      check_exact(w, r, v, end_clock(sc), "ESSP push, 4 s after the last clock,");
       continue;
     }
     for (int x = 0; x < sc->P; x++) {
-      float want = (float)r + (x == w->me ? (float)prefix(sc, x, r, sc->C) : 0.0f);
+      float want = (float)r + (float)prefix(sc, x, r, x == w->me ? end_clock(sc) : sc->start);
       if (v[x] != want)
         record(w, "SSP without reads: row %u component %d is %g, want %g", r, x, (double)v[x], (double)want);
     }
@@ -360,17 +388,21 @@ static void *worker_main(void *p) {
   float *snap[256] = {0};
   w->snap = snap;
   w->close_rc = -1;
-  w->C = sc->C + (sc->cons == STRATA_CONS_ASYNC ? sc->extra * w->me : 0);
+  w->C = end_clock(sc) + (sc->cons == STRATA_CONS_ASYNC ? sc->extra * w->me : 0);
   strata_rng_seed(&w->rng, strata_mix64(sc->seed + 1000 * (uint64_t)(w->me + 1)));
   w->buf = malloc((size_t)sc->N * sc->P * sizeof(float));
   w->own = calloc(sc->N, sizeof *w->own);
   float *init = malloc((size_t)sc->N * sc->P * sizeof(float));
-  if (!w->buf || !w->own || !init || w->C > 255) {
+  if (!w->buf || !w->own || !init || w->C - sc->start > 255) {
     record(w, "out of memory");
     goto out;
   }
-  for (uint32_t r = 0; r < sc->N; r++)
-    for (int x = 0; x < sc->P; x++) init[(size_t)r * sc->P + x] = (float)r;
+  /* The initial values hold every worker's clocks before the start. */
+  for (uint32_t r = 0; r < sc->N; r++) {
+    for (int x = 0; x < sc->P; x++)
+      init[(size_t)r * sc->P + x] = (float)r + (float)prefix(sc, x, r, sc->start);
+    w->own[r] = prefix(sc, w->me, r, sc->start);
+  }
   strata_table_conf conf = {.n_rows = sc->N,
                             .row_len = (uint32_t)sc->P,
                             .workers = sc->P,
@@ -380,14 +412,17 @@ static void *worker_main(void *p) {
                             .cons = sc->cons,
                             .staleness = sc->s,
                             .prefetch = sc->prefetch,
-                            .snapshots = sc->snapshots || sc->final_snap};
+                            .snapshots = sc->snapshots || sc->final_snap,
+                            .start_clock = sc->start};
   if (api(w, strata_loopback_endpoint(w->lb, 1 + w->me, &t), "endpoint") ||
       api(w, strata_table_open(&t, &conf, init, &w->tb), "open"))
     goto out;
+  if (strata_table_current_clock(w->tb) != sc->start)
+    record(w, "clock %d after opening at %d", strata_table_current_clock(w->tb), sc->start);
   int rc = 0;
   switch (sc->mode) {
     case RUN:
-      rc = run_clocks(w, 0, w->C, asked);
+      rc = run_clocks(w, sc->start, w->C, asked);
       if (!rc && (sc->snapshots || sc->final_snap)) rc = test_snapshots(w, asked, 1);
       if (!rc && !(sc->early_close && w->me == 0) && !sc->extra) rc = final_read(w);
       break;
@@ -399,14 +434,27 @@ static void *worker_main(void *p) {
        * reads must not wait for them. */
       if (w->me == 0) {
         w->peers_idle = 1;
-        rc = run_clocks(w, 0, w->C, asked);
+        rc = run_clocks(w, sc->start, w->C, asked);
         w->peers_idle = 0;
         strata_table_stats st;
         strata_table_get_stats(w->tb, &st);
         if (st.wait_s != 0) record(w, "async reads waited %g s", st.wait_s);
       }
       pthread_barrier_wait(w->bar);
-      if (!rc && w->me != 0) rc = run_clocks(w, 0, w->C, asked);
+      if (!rc && w->me != 0) rc = run_clocks(w, sc->start, w->C, asked);
+      if (!rc) rc = final_read(w);
+      break;
+    case FIRST_READ:
+      /* Worker 0 reads every row at the start clock, with staleness 0,
+       * while the others have not started: the initial values count as
+       * every update before the start, so the read needs nobody (a read
+       * that waited would hang and trip the watchdog). Then the others
+       * do the same, and when all have, the run goes on. */
+      if (w->me == 0) rc = start_read(w);
+      pthread_barrier_wait(w->bar);
+      if (!rc && w->me != 0) rc = start_read(w);
+      pthread_barrier_wait(w->bar);
+      if (!rc) rc = run_clocks(w, sc->start, w->C, asked);
       if (!rc) rc = final_read(w);
       break;
   }
@@ -431,9 +479,9 @@ out:
 static void run_scen(scen *sc, worker *ws) {
   static const char *cons_name[] = {"SSP", "ESSP", "async"};
   snprintf(g_running, sizeof g_running,
-           "mode %d, %s s=%d, P=%d, N=%u, C=%d, prefetch %d, delay %d, reorder %d, seed %llu",
-           (int)sc->mode, cons_name[sc->cons], sc->s, sc->P, sc->N, sc->C, (int)sc->prefetch,
-           sc->max_delay, sc->reorder, (unsigned long long)sc->seed);
+           "mode %d, %s s=%d, P=%d, N=%u, C=%d from %d, prefetch %d, delay %d, reorder %d, seed %llu",
+           (int)sc->mode, cons_name[sc->cons], sc->s, sc->P, sc->N, sc->C, sc->start,
+           (int)sc->prefetch, sc->max_delay, sc->reorder, (unsigned long long)sc->seed);
   scen_prepare(sc);
   strata_loopback_conf lc = {.size = sc->P + 1, .seed = sc->seed, .max_delay = sc->max_delay,
                              .reorder = sc->reorder};
@@ -622,6 +670,123 @@ static void test_no_delay(void **state) {
   stop();
 }
 
+/* ---- a table opened at a start clock (a resumed run) ------------------ */
+
+/* Opened at start clock S, every worker runs clocks S, S + 1, ...: the SSP
+ * window, read-my-writes and the final sums hold relative to S, and pure
+ * snapshots S + 1, ... hold exactly the initial values (everything before
+ * S) plus the clocks from S on, under every consistency. */
+static void test_start_clock_runs(void **state) {
+  (void)state;
+  start();
+  const int starts[] = {1, 1000};
+  const struct {
+    strata_consistency cons;
+    int s;
+  } kinds[] = {{STRATA_CONS_SSP, 0}, {STRATA_CONS_SSP, 2}, {STRATA_CONS_ESSP, 1},
+               {STRATA_CONS_ASYNC, 0}};
+  for (int i = 0; i < 2; i++)
+    for (int k = 0; k < 4; k++) {
+      scen sc = {.mode = RUN, .P = 3, .N = 6, .C = 8, .cons = kinds[k].cons, .s = kinds[k].s,
+                 .prefetch = (strata_prefetch)((i + k) % 3), .snapshots = 1, .refresh = k == 3,
+                 .start = starts[i], .max_delay = 3, .reorder = 1,
+                 .seed = sub_seed(800 + 10 * i + k)};
+      worker ws[MAXP];
+      run_scen(&sc, ws);
+      if (sc.cons != STRATA_CONS_ASYNC) check_window_stats(&sc, ws);
+    }
+  stop();
+}
+
+/* At the start clock, a read with staleness 0 is satisfied by the initial
+ * values alone: worker 0 reads every row while its peers have not started
+ * and gets them at once, with no request and no wait. */
+static void test_start_clock_read_at_once(void **state) {
+  (void)state;
+  start();
+  const int starts[] = {5, 1000};
+  for (int i = 0; i < 2; i++)
+    for (int k = 0; k < 3; k++) {
+      scen sc = {.mode = FIRST_READ, .P = 3, .N = 7, .C = 4,
+                 .cons = k == 2 ? STRATA_CONS_ASYNC : STRATA_CONS_SSP, .s = 2 * k,
+                 .prefetch = (strata_prefetch)k, .start = starts[i], .max_delay = 2, .reorder = 1,
+                 .seed = sub_seed(900 + 10 * i + k)};
+      worker ws[MAXP];
+      run_scen(&sc, ws);
+    }
+  stop();
+}
+
+/* Shutdown from a start clock: the final snapshot and read are exact, also
+ * when worker 0 leaves first; async with peers ending at different clocks;
+ * and async reads from S never wait for peers that have not started. */
+static void test_start_clock_shutdown_and_async(void **state) {
+  (void)state;
+  start();
+  for (int k = 0; k < 3; k++) {
+    scen sc = {.mode = RUN, .P = 3, .N = 5, .C = 6,
+               .cons = k == 2 ? STRATA_CONS_ASYNC : STRATA_CONS_SSP, .s = 1,
+               .final_snap = k != 2, .early_close = k == 1, .extra = k == 2 ? 3 : 0,
+               .start = 3 + 20 * k, .max_delay = 4, .reorder = 1, .seed = sub_seed(950 + k)};
+    worker ws[MAXP];
+    run_scen(&sc, ws);
+  }
+  scen sc = {.mode = STALL, .P = 3, .N = 6, .C = 12, .cons = STRATA_CONS_ASYNC,
+             .prefetch = STRATA_PREFETCH_AGGRESSIVE, .refresh = 1, .start = 40, .max_delay = 3,
+             .reorder = 1, .seed = sub_seed(960)};
+  worker ws[MAXP];
+  run_scen(&sc, ws);
+  stop();
+}
+
+/* A start clock below 0 is refused; 0 and a large one are not. */
+static void test_start_clock_bounds(void **state) {
+  (void)state;
+  strata_loopback_conf lc = {.size = 2, .seed = g_seed};
+  strata_loopback *lb;
+  assert_int_equal(strata_loopback_open(&lc, &lb), 0);
+  strata_transport t;
+  assert_int_equal(strata_loopback_endpoint(lb, 1, &t), 0);
+  const float init[4] = {1, 2, 3, 4};
+  const int32_t clocks[] = {-1, INT32_MIN, 0, 123456};
+  for (int i = 0; i < 4; i++) {
+    strata_table_conf conf = {.n_rows = 4, .row_len = 1, .workers = 1, .me = 0, .rank_base = 1,
+                              .tag = TAG, .snapshots = 1, .start_clock = clocks[i]};
+    strata_table *tb = (strata_table *)&tb;
+    strata_err_clear();
+    int rc = strata_table_open(&t, &conf, init, &tb);
+    if (clocks[i] < 0) {
+      assert_int_equal(rc, STRATA_EINVAL);
+      assert_null(tb);
+      assert_non_null(strstr(strata_err_msg(), "invalid configuration"));
+      continue;
+    }
+    assert_int_equal(rc, 0);
+    assert_int_equal(strata_table_current_clock(tb), clocks[i]);
+    float out[4];
+    assert_int_equal(strata_table_get_rows(tb, 0, 4, 0, out), 0);
+    assert_memory_equal(out, init, sizeof out);
+    /* One clock on, snapshot start + 2 holds the increment of clock start + 1. */
+    const float one = 1;
+    assert_int_equal(strata_table_inc(tb, 2, &one), 0);
+    assert_int_equal(strata_table_clock(tb), 0);
+    assert_int_equal(strata_table_current_clock(tb), clocks[i] + 1);
+    float snap[4] = {0};
+    const uint32_t rows[] = {3, 2, 1, 0};
+    assert_int_equal(strata_table_snapshot_request(tb, rows, 4, snap), 0);
+    assert_int_equal(strata_table_inc(tb, 0, &one), 0);
+    assert_int_equal(strata_table_clock(tb), 0);
+    int done = 0;
+    assert_int_equal(strata_table_snapshot_test(tb, clocks[i] + 2, 1, &done), 0);
+    assert_int_equal(done, 1);
+    const float want[4] = {2, 2, 4, 4};
+    assert_memory_equal(snap, want, sizeof snap);
+    assert_int_equal(strata_table_close(tb), 0);
+  }
+  strata_loopback_close(lb);
+}
+
+
 int main(void) {
   const char *env = getenv("STRATA_TEST_SEED");
   g_seed = env && *env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 16);
@@ -637,6 +802,10 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_shutdown, setup, teardown),
       cmocka_unit_test_setup_teardown(test_snapshots_exact, setup, teardown),
       cmocka_unit_test_setup_teardown(test_no_delay, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_start_clock_runs, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_start_clock_read_at_once, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_start_clock_shutdown_and_async, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_start_clock_bounds, setup, teardown),
   };
   return cmocka_run_group_tests_name("table_loopback", tests, NULL, NULL);
 }
