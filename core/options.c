@@ -305,8 +305,11 @@ int strata_options_parse(const strata_optgroup *groups, int n_groups, int argc, 
   return 0;
 }
 
-/* Writes the value of o (in the struct at base) as the echo shows it. */
-static void format_value(FILE *f, void *base, const strata_option *o) {
+/* Writes the value of o (in the struct at base) as the echo shows it;
+ * exact: doubles with 17 significant digits, so that the text reads back
+ * as the same value (the settings a resume compares). */
+static void format_value(FILE *f, void *base, const strata_option *o, int exact) {
+  const char *g = exact ? "%.17g" : "%g";
   const void *src = field(base, o->offset);
   switch (base_type(o)) {
     case STRATA_OPT_INT_OPTIONAL: {
@@ -317,14 +320,14 @@ static void format_value(FILE *f, void *base, const strata_option *o) {
     }
     case STRATA_OPT_DOUBLE_OPTIONAL: {
       const strata_opt_double *v = src;
-      if (v->given) fprintf(f, "%g", v->value);
+      if (v->given) fprintf(f, g, v->value);
       else fputc('-', f);
       break;
     }
     case STRATA_OPT_FLAG: fputs(*(const int *)src ? "on" : "off", f); break;
     case STRATA_OPT_INT: fprintf(f, "%d", *(const int *)src); break;
     case STRATA_OPT_U64: fprintf(f, "%llu", (unsigned long long)*(const uint64_t *)src); break;
-    case STRATA_OPT_DOUBLE: fprintf(f, "%g", *(const double *)src); break;
+    case STRATA_OPT_DOUBLE: fprintf(f, g, *(const double *)src); break;
     case STRATA_OPT_ENUM: {
       size_t len = 0;
       const char *c = choice_at(o->choices, *(const int *)src, &len);
@@ -338,7 +341,7 @@ static void format_value(FILE *f, void *base, const strata_option *o) {
       }
       for (const strata_option *k = o->keys; k->name; k++) {
         fprintf(f, "%s%s=", k == o->keys ? "" : ",", k->name);
-        format_value(f, base, k);
+        format_value(f, base, k, exact);
       }
       break;
     default: {
@@ -395,7 +398,7 @@ int strata_options_settings(const strata_optgroup *groups, int n_groups, char **
     for (const strata_option *o = groups[gi].opts; o->name; o++) {
       if (o->type & STRATA_OPT_RESUMABLE) continue;
       fprintf(f, "%s=", o->name);
-      format_value(f, groups[gi].base, o);
+      format_value(f, groups[gi].base, o, 1);
       fputc('\0', f);
       count++;
     }
@@ -426,7 +429,7 @@ void strata_options_echo(FILE *f, const char *prefix, const strata_optgroup *gro
     fprintf(f, "%s%s:", prefix, groups[gi].title);
     for (const strata_option *o = groups[gi].opts; o->name; o++) {
       fprintf(f, " %s=", o->name);
-      format_value(f, groups[gi].base, o);
+      format_value(f, groups[gi].base, o, 0);
     }
     fputc('\n', f);
   }

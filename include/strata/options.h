@@ -109,7 +109,9 @@ STRATA_EXPORT void strata_options_help(FILE *f, const strata_optgroup *groups, i
 
 /*
  * The run's settings: "name=value" for every option not marked
- * STRATA_OPT_RESUMABLE, values as strata_options_echo writes them. *out is
+ * STRATA_OPT_RESUMABLE, values as strata_options_echo writes them but for
+ * doubles, which have 17 significant digits (the same double, the same
+ * text; the echo's %g would make 0.1 and 0.1000001 one setting). *out is
  * an array of *n strings in one allocation (strata_free it). Returns 0 or
  * STRATA_ENOMEM.
  */
