@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "fuzz.h"
+#include "strata/core.h"
 #include "strata/options.h"
 
 typedef struct {
@@ -56,7 +57,7 @@ static const strata_option engine_opts[] = {
     {"rate", 'r', STRATA_OPT_DOUBLE | STRATA_OPT_OPEN_MIN, E(rate), "0.5", "R", 0, 1, NULL, "r", NULL},
     {"any", 0, STRATA_OPT_DOUBLE, E(any), NULL, "X", 0, 0, NULL, "any", NULL},
     {"name", 0, STRATA_OPT_STRING, E(name), NULL, "S", 0, 0, NULL, "name", NULL},
-    {"dir", 'd', STRATA_OPT_STRING, E(dir), "out", "DIR", 0, 0, NULL, "dir", NULL},
+    {"dir", 'd', STRATA_OPT_STRING | STRATA_OPT_RESUMABLE, E(dir), "out", "DIR", 0, 0, NULL, "dir", NULL},
     {"quiet", 'q', STRATA_OPT_FLAG, E(quiet), NULL, NULL, 0, 0, NULL, "quiet", NULL},
     {"mode", 'm', STRATA_OPT_CHOICE, E(mode), "auto", "M", 0, 0, "fast|slow|auto", "m", NULL},
     {"level", 0, STRATA_OPT_ENUM, E(level), "mid", "L", 0, 0, "low|mid|high", "level", NULL},
@@ -75,7 +76,7 @@ static const strata_option disrupt_keys[] = {
 static const strata_option app_opts[] = {
     {"shift", 0, STRATA_OPT_INT, A(shift), "-3", "K", -5, 5, NULL, "shift", NULL},
     {"lr", 0, STRATA_OPT_DOUBLE, A(lr), "0.05", "LR", 1e-9, 1e3, NULL, "lr", NULL},
-    {"verbose", 'v', STRATA_OPT_FLAG, A(verbose), NULL, NULL, 0, 0, NULL, "verbose", NULL},
+    {"verbose", 'v', STRATA_OPT_FLAG | STRATA_OPT_RESUMABLE, A(verbose), NULL, NULL, 0, 0, NULL, "verbose", NULL},
     {"disrupt", 0, STRATA_OPT_SPEC, A(disrupt), NULL, "frac=F[,slot=K]", 0, 0, NULL, "disrupt",
      disrupt_keys},
     {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL},
@@ -146,6 +147,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_CHECK(fclose(f) == 0, "writing the echo failed");
     FUZZ_CHECK(len > 0 && text[len - 1] == '\n', "an echo not ending its line");
     free(text);
+    /* The settings a checkpoint records: one "name=value" per option not
+     * marked resumable, each name an option's. */
+    char **set = NULL;
+    int n = -1, want = 0;
+    FUZZ_CHECK(strata_options_settings(groups, 2, &set, &n) == 0, "the settings failed");
+    for (int g = 0; g < 2; g++)
+      for (const strata_option *o = groups[g].opts; o->name; o++)
+        want += !(o->type & STRATA_OPT_RESUMABLE);
+    FUZZ_CHECK(n == want, "the settings miss an option or list a resumable one");
+    for (int i = 0; i < n; i++) FUZZ_CHECK(strchr(set[i], '=') != NULL, "a setting without '='");
+    strata_free(set);
   }
   fuzz_finish(rc, NULL);
   free(buf);
