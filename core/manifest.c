@@ -105,16 +105,22 @@ static int get_int(const strata__jv *o, const char *key, int64_t lo, int64_t hi,
   return strata__json_int(o, key, lo, hi, out) ? missing(key) : 0;
 }
 
+/* Text from the file, as a message may quote it (strata_quote). */
+static const char *quoted(char q[STRATA_QUOTE_SIZE], const char *s) {
+  return strata_quote(q, STRATA_QUOTE_SIZE, s, strlen(s));
+}
+
 static int read_settings(const strata__jv *set, strata__manifest *m) {
   if (!set || set->kind != STRATA__JV_OBJECT) return missing("settings");
   size_t bytes = 0;
+  char q[STRATA_QUOTE_SIZE];
   for (const strata__jv *s = set->child; s; s = s->next) {
     if (s->kind != STRATA__JV_STRING || !s->key[0] || strchr(s->key, '=') || strlen(s->key) >= 128)
       return strata_err_set(STRATA_EPARSE, "settings: '%s' is not a name and its value as text",
-                            s->key);
+                            quoted(q, s->key));
     for (const strata__jv *t = set->child; t != s; t = t->next)
       if (strcmp(t->key, s->key) == 0)
-        return strata_err_set(STRATA_EPARSE, "settings: '%s' twice", s->key);
+        return strata_err_set(STRATA_EPARSE, "settings: '%s' twice", quoted(q, s->key));
     bytes += strlen(s->key) + 1 + s->len + 1;
   }
   size_t n = set->len;
@@ -147,8 +153,9 @@ static int read_parts(const strata__jv *parts, strata__manifest *m) {
       snprintf(msg, sizeof msg, "%s", strata_err_msg());
       return strata_err_set(STRATA_EPARSE, "parts: %s", msg);
     }
+    char q[STRATA_QUOTE_SIZE];
     if (!part.file[0] || strchr(part.file, '/') || !strcmp(part.file, ".") || !strcmp(part.file, ".."))
-      return strata_err_set(STRATA_EPARSE, "parts: '%s' is not a file name", part.file);
+      return strata_err_set(STRATA_EPARSE, "parts: '%s' is not a file name", quoted(q, part.file));
     if (m->parts[w + 1].worker != -2)
       return strata_err_set(STRATA_EPARSE, "parts: worker %d's part twice", (int)w);
     part.worker = (int32_t)w;

@@ -238,8 +238,14 @@ static int refuse(const strata__ckpt_run *ck, const char *fmt, const char *a, co
                         resume_dir(ck), ck->start_pass, what);
 }
 
+/* Text from the manifest, as a message may quote it (strata_quote). */
+static const char *quoted(char q[STRATA_QUOTE_SIZE], const char *s) {
+  return strata_quote(q, STRATA_QUOTE_SIZE, s, strlen(s));
+}
+
 /* The manifest's settings against the run's: the first difference. */
 static int check_settings(const strata__ckpt_run *ck) {
+  char q[STRATA_QUOTE_SIZE];
   const strata_engine_opts *o = ck->opts;
   const strata__manifest *m = &ck->man;
   char key[128];
@@ -251,7 +257,7 @@ static int check_settings(const strata__ckpt_run *ck) {
     if (!was) return refuse(ck, "has no --%s (this run has it: it changes the result)", key, "");
     if (strcmp(was, eq + 1) != 0) {
       char a[256], b[256];
-      snprintf(a, sizeof a, "--%s %s", key, was);
+      snprintf(a, sizeof a, "--%s %s", key, quoted(q, was));
       snprintf(b, sizeof b, "--%s %s", key, eq + 1);
       return refuse(ck, "was made with %s; this run has %s (settings that change the result must match)",
                     a, b);
@@ -263,7 +269,7 @@ static int check_settings(const strata__ckpt_run *ck) {
     int found = 0;
     for (int j = 0; j < o->n_settings && !found; j++)
       found = strncmp(o->settings[j], key, strlen(key)) == 0 && o->settings[j][strlen(key)] == '=';
-    if (!found) return refuse(ck, "was made with --%s, which this run does not know", key, "");
+    if (!found) return refuse(ck, "was made with --%s, which this run does not know", quoted(q, key), "");
   }
   return 0;
 }
@@ -312,10 +318,12 @@ static int check_manifest(strata__ckpt_run *ck) {
                           ck->manifest, m->passes, ck->start_pass);
   char mine[160];
   layout(mine, sizeof mine);
-  if (strcmp(m->app, ck->app->name) != 0) return refuse(ck, "is of app %s, not %s", m->app, ck->app->name);
+  char q[STRATA_QUOTE_SIZE];
+  if (strcmp(m->app, ck->app->name) != 0)
+    return refuse(ck, "is of app %s, not %s", quoted(q, m->app), ck->app->name);
   if (strcmp(m->mode, strata_mode_name(ck->setup.mode)) != 0) {
     char a[64];
-    snprintf(a, sizeof a, "--mode %s", m->mode);
+    snprintf(a, sizeof a, "--mode %s", quoted(q, m->mode));
     return refuse(ck, "was made with %s; this run has --mode %s", a, strata_mode_name(ck->setup.mode));
   }
   if (m->workers != ck->P) {
@@ -326,7 +334,7 @@ static int check_manifest(strata__ckpt_run *ck) {
   }
   if (strcmp(m->byte_order, "little") != 0 || strcmp(m->layout, mine) != 0)
     return refuse(ck, "was written by a build with other struct layouts (%s); this one has %s",
-                  m->layout, mine);
+                  quoted(q, m->layout), mine);
   if (ck->start_pass > ck->setup.passes) {
     char a[32], b[32];
     snprintf(a, sizeof a, "%d", ck->start_pass);
