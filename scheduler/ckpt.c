@@ -122,7 +122,8 @@ static int fill_manifest(FILE *f, void *ud) {
   m.seed = ck->setup.seed;
   m.settings = (char **)ck->opts->settings;
   m.n_settings = ck->opts->n_settings;
-  strata__manifest_part parts[ck->P + 1];
+  strata__manifest_part *parts = strata_calloc((size_t)ck->P + 1, sizeof *parts);
+  if (!parts) return strata_err_set(STRATA_ENOMEM, "coordinator: out of memory");
   m.parts = parts;
   for (int w = -1; w < ck->P; w++) {
     strata__manifest_part *p = &parts[w + 1];
@@ -132,7 +133,9 @@ static int fill_manifest(FILE *f, void *ud) {
     p->bytes = w < 0 ? cw->coord_bytes : cw->notes[w].bytes;
     p->sum = w < 0 ? cw->coord_sum : cw->notes[w].sum;
   }
-  return strata__manifest_write(f, &m);
+  int rc = strata__manifest_write(f, &m);
+  strata_free(parts);
+  return rc;
 }
 
 /* Publishes every checkpoint whose parts are all on disk, oldest first,
@@ -225,8 +228,11 @@ int strata__ckpt_finish(strata__ckpt_run *ck) {
   int missing = -1;
   for (int w = 0; w < ck->P && missing < 0; w++)
     if (!cw->noted[w]) missing = w;
-  return strata_err_set(STRATA_ECOMM, "the checkpoint after %d passes is incomplete: %s", cw->passes,
-                        missing >= 0 ? "a worker's part never came" : "the coordinator's part is missing");
+  if (missing >= 0)
+    return strata_err_set(STRATA_ECOMM, "the checkpoint after %d passes is incomplete: worker %d's "
+                          "part never came", cw->passes, missing);
+  return strata_err_set(STRATA_ECOMM, "the checkpoint after %d passes is incomplete: the "
+                        "coordinator's part is missing", cw->passes);
 }
 
 /* ---- resuming -------------------------------------------------------- */
