@@ -47,13 +47,13 @@ if [ -z "${STRATA_TEST_NO_SANITIZE:-}" ]; then
 fi
 
 if [ -z "${STRATA_TEST_NO_FUZZ:-}" ]; then
-  echo "== fuzz targets, ${STRATA_TEST_FUZZ_SECONDS:-4} s each"
+  echo "== fuzz targets, ${STRATA_TEST_FUZZ_SECONDS:-2} s each"
   # A build directory of its own, and no corpus carried over from earlier
   # runs, so the stage takes the same time every run.
   cd "$STRATA_ROOT"
   rc=0
   STRATA_FUZZ_BUILD=build-fuzz-test STRATA_FUZZ_FRESH=1 \
-    "$here/fuzz.sh" "${STRATA_TEST_FUZZ_SECONDS:-4}" || rc=$?
+    "$here/fuzz.sh" "${STRATA_TEST_FUZZ_SECONDS:-2}" || rc=$?
   if [ "$rc" -eq 77 ]; then
     echo "== fuzz stage skipped: clang or libFuzzer's runtime is missing"
   elif [ "$rc" -ne 0 ]; then

@@ -3,7 +3,8 @@
 # other rank by strata's own doing, with one message naming the lost rank
 # and the pass. CASE: kill-worker (kill -9 of worker 1), kill-coordinator
 # (kill -9 of rank 0), stop-worker (SIGSTOP of worker 1), hang-worker
-# (worker 1 spins forever in compute: strata_failapp --fail-in hang).
+# (worker 1 spins forever in compute: strata_failapp --fail-in hang, with
+# --stall-timeout 2).
 # mpiexec runs with orte_abort_on_non_zero_status=0, so that it kills no
 # rank itself, and each rank writes down its own exit code: every other
 # rank must exit with 1 within 5 s of the kill (10 s of the stop; the
@@ -25,9 +26,9 @@ case $CASE in
   kill-worker) victim_rank=2 sig=KILL limit=5 ;;
   kill-coordinator) victim_rank=0 sig=KILL limit=5 ;;
   stop-worker) victim_rank=2 sig=STOP limit=10 ;;
-  hang-worker) victim_rank=2 sig= limit=10 exe=$STRATA_FAILAPP
+  hang-worker) victim_rank=2 sig= limit=5 exe=$STRATA_FAILAPP
                flags=(sum --rows 2000 --passes $PASSES --straggler delay=20 --mode "$MODE"
-                      --fail-worker 1 --fail-pass 6 --fail-in hang) ;;
+                      --fail-worker 1 --fail-pass 6 --fail-in hang --stall-timeout 2) ;;
   *) fail "unknown case $CASE" ;;
 esac
 echo "case $CASE, mode $MODE: ${flags[*]}"
@@ -96,7 +97,7 @@ grep -E '^strata(_failapp)? [a-z]+: ' err.txt >lines.txt
 case $CASE in
   kill-coordinator) pat="worker 0 lost the coordinator \(rank 0\) during pass [0-9]+ of $PASSES: its connection closed" ;;
   stop-worker) pat="worker 1 \(rank 2, pid $victim on .*\) was lost during pass [0-9]+ of $PASSES: no sign of life for" ;;
-  hang-worker) pat="worker 1 \(rank 2, pid $victim on .*\) was lost during pass 6 of $PASSES: no progress for" ;;
+  hang-worker) pat="worker 1 \(rank 2, pid $victim on .*\) was lost during pass 6 of $PASSES: no progress for [0-9.]+ s while it waited for no other rank \(stall timeout 2.0 s\)" ;;
   *) pat="worker 1 \(rank 2, pid $victim on .*\) was lost during pass [0-9]+ of $PASSES: its connection closed" ;;
 esac
 grep -Eq "$pat" lines.txt || { cat lines.txt; fail "the message does not match /$pat/"; }
