@@ -20,7 +20,10 @@ expect_rc 0 "$rc" "lsq, bsp with 2 workers"
 a=$(json a.json 'repr(m["loss"])') b=$(json b.json 'repr(m["loss"])')
 c=$(json c.json 'm["loss"]')
 echo "loss: serial $a, sfb $b, bsp $c"
-[ -n "$a" ] && [ "$a" = "$b" ] || fail "serial ($a) and sfb ($b) losses differ"
+# The model is the same bytes (W.f32, below); the loss is a sum of partials whose
+# order depends on P, so only its last bits may differ.
+[ -n "$a" ] && python3 -c "import sys; a, b = $a, $b; sys.exit(abs(a - b) > 1e-12 * abs(a))" ||
+  fail "serial ($a) and sfb ($b) losses differ"
 cmp a/W.f32 b/W.f32 || fail "serial and sfb export different W"
 ok "serial and sfb: the same loss and the same W.f32"
 python3 -c "import sys; a, c = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if abs(c / a - 1) <= 0.01 else 1)" "$a" "$c" ||
