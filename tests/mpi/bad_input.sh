@@ -104,10 +104,10 @@ case $CASE in
   # loading, before any block is shipped (--mem-limit stands for a small
   # host), naming the estimate and what to change.
   # Factors far too large for any host here: refused by load before it
-  # allocates them (a 2-core test machine has far less than 49 GB).
+  # allocates them (a 2-core test machine has far less than 67 GB).
   mf-rank-far-too-large)
-    WANT=1 MSG="at rank 4096 need about 49.2 GB, but this host has"
-    ARGS=(--data synth:users=3000000,items=100,ratings=1000 --rank 4096) ;;
+    WANT=1 MSG="at rank 4096 need about 67.2 GB, but this host has"
+    ARGS=(--data synth:users=1000,items=1000,ratings=2000 --duplicate 2048 --rank 4096) ;;
   mf-too-large-for-host)
     WANT=1 MSG="which has 10.0 MB available (--mem-limit): the coordinator"
     ARGS=(--data synth:users=2000,items=500,ratings=20000 --rank 400 --mem-limit 0.01) ;;
