@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "core/ckpt.h"
+#include "dirs.h"
 #include "strata/core.h"
 #include "strata/error.h"
 
@@ -57,24 +58,6 @@ static int count_fds(void) {
   return n;
 }
 
-static void remove_tree(const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d) {
-    unlink(dir);
-    return;
-  }
-  struct dirent *e;
-  char p[4096];
-  while ((e = readdir(d))) {
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    sfmt(p, sizeof p, "%s/%s", dir, e->d_name);
-    struct stat st;
-    if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) remove_tree(p);
-    else unlink(p);
-  }
-  closedir(d);
-  rmdir(dir);
-}
 
 static int setup(void **state) {
   fixture *fx = &fx_storage;
@@ -113,17 +96,6 @@ static int exists(const char *path) {
   return stat(path, &st) == 0;
 }
 
-/* Entries of dir other than . and .. */
-static int count_entries(const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d) return -1;
-  int n = 0;
-  struct dirent *e;
-  while ((e = readdir(d)))
-    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
-  closedir(d);
-  return n;
-}
 
 /* Whether any name in dir holds ".tmp." */
 static int has_tmp(const char *dir) {

@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "dirs.h"
 #include "leakcheck.h"
 
 #include "strata/core.h"
@@ -32,32 +33,7 @@ static void make_tmpdir(char *dir, size_t n) {
   assert_non_null(mkdtemp(dir));
 }
 
-/* Number of entries in dir other than . and .. */
-static int count_entries(const char *dir) {
-  DIR *d = opendir(dir);
-  assert_non_null(d);
-  int n = 0;
-  struct dirent *e;
-  while ((e = readdir(d)))
-    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
-  closedir(d);
-  return n;
-}
 
-static void remove_tree(const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d) return;
-  struct dirent *e;
-  char p[4096];
-  while ((e = readdir(d))) {
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-    chmod(p, 0700);
-    if (unlink(p) != 0) remove_tree(p);
-  }
-  closedir(d);
-  rmdir(dir);
-}
 
 static size_t read_file(const char *path, char *buf, size_t cap) {
   FILE *f = fopen(path, "rb");

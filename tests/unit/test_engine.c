@@ -23,6 +23,7 @@
 
 #include <cmocka.h>
 
+#include "dirs.h"
 #include "strata/core.h"
 #include "strata/engine.h"
 #include "strata/apps/mf.h"
@@ -214,16 +215,6 @@ static int has_file(const char *dir, const char *name) {
   return stat(p, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0;
 }
 
-static int count_entries(const char *dir) {
-  DIR *d = opendir(dir);
-  assert_non_null(d);
-  int n = 0;
-  struct dirent *e;
-  while ((e = readdir(d)))
-    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
-  closedir(d);
-  return n;
-}
 
 static void check_top(const strata_mf_model *m, uint32_t u, const uint8_t *exclude, int n) {
   uint32_t items[64];
