@@ -87,31 +87,46 @@ static void record_failure(coord *c, int w, fail_report *f) {
   c->fail_rc = f->code;
 }
 
-/* Takes in the workers' TAG_FAIL messages that have come: a report of a
- * failure, or an answer to the notice. 0, or STRATA_ECOMM for a message
- * that is not one. */
-static int listen_failures(coord *c) {
+/* Takes in every message of `tag` that has come from a worker, each of
+ * `size` bytes, handing it to take (worker index, message). 0, or the
+ * first error: STRATA_ECOMM (naming `what`) for a message that is not one. */
+static int listen(coord *c, int tag, size_t size, const char *what,
+                  int (*take)(coord *c, int w, void *msg)) {
   strata_transport *t = c->t;
   for (;;) {
     int got = 0, src = 0;
     void *buf = NULL;
     size_t len = 0;
-    int rc = t->poll(t->impl, TAG_FAIL, &got, &src, &buf, &len);
+    int rc = t->poll(t->impl, tag, &got, &src, &buf, &len);
     if (rc || !got) return rc;
     int w = src - 1;
-    if (len != sizeof(fail_report) || w < 0 || w >= c->setup.workers) {
-      strata_free(buf);
-      return strata_err_set(STRATA_ECOMM, "coordinator: a failure report of %zu bytes from rank %d",
-                            len, src);
-    }
-    fail_report *f = buf;
-    if (!c->heard[w]) {
-      c->heard[w] = 1;
-      c->n_heard++;
-    }
-    if (f->code && !c->fail_rc) record_failure(c, w, f);
+    if (len != size || w < 0 || w >= c->setup.workers)
+      rc = strata_err_set(STRATA_ECOMM, "coordinator: %s of %zu bytes from rank %d", what, len, src);
+    if (!rc) rc = take(c, w, buf);
     strata_free(buf);
+    if (rc) return rc;
   }
+}
+
+/* A worker's TAG_FAIL: a report of a failure, or an answer to the notice. */
+static int take_failure(coord *c, int w, void *msg) {
+  fail_report *f = msg;
+  if (!c->heard[w]) {
+    c->heard[w] = 1;
+    c->n_heard++;
+  }
+  if (f->code && !c->fail_rc) record_failure(c, w, f);
+  return 0;
+}
+
+/* A worker's checkpoint part is on disk (each checkpoint is published once
+ * all its parts are). */
+static int take_ckpt_note(coord *c, int w, void *msg) {
+  ckpt_note *n = msg;
+  if (n->worker != w)
+    return strata_err_set(STRATA_ECOMM, "coordinator: worker %d's checkpoint note names worker %d", w,
+                          n->worker);
+  return strata__ckpt_note(&c->ck, &c->agg, n);
 }
 
 typedef struct coord_wait {
@@ -127,32 +142,14 @@ static int live(const strata_req *reqs, int n) {
   return k;
 }
 
-/* Takes in the workers' notes that their checkpoint parts are on disk
- * (publishing each checkpoint once all its parts are). */
-static int listen_checkpoints(coord *c) {
-  strata_transport *t = c->t;
-  for (;;) {
-    int got = 0, src = 0;
-    void *buf = NULL;
-    size_t len = 0;
-    int rc = t->poll(t->impl, TAG_CKPT, &got, &src, &buf, &len);
-    if (rc || !got) return rc;
-    if (len != sizeof(ckpt_note) || ((ckpt_note *)buf)->worker != src - 1)
-      rc = strata_err_set(STRATA_ECOMM, "coordinator: a checkpoint note of %zu bytes from rank %d",
-                          len, src);
-    if (!rc) rc = strata__ckpt_note(&c->ck, &c->agg, buf);
-    strata_free(buf);
-    if (rc) return rc;
-  }
-}
-
 static int poll_coord(void *ctx, int *done, int *progressed) {
   coord_wait *cw = ctx;
   coord *c = cw->c;
   int before = live(cw->reqs, cw->n) - c->n_heard, all = 1;
   int rc = cw->n ? c->t->test_all(c->t->impl, cw->reqs, cw->n, &all) : 0;
-  if (!rc) rc = listen_failures(c);
-  if (!rc && !cw->call_off && c->opts->checkpoint_dir) rc = listen_checkpoints(c);
+  if (!rc) rc = listen(c, TAG_FAIL, sizeof(fail_report), "a failure report", take_failure);
+  if (!rc && !cw->call_off && c->opts->checkpoint_dir)
+    rc = listen(c, TAG_CKPT, sizeof(ckpt_note), "a checkpoint note", take_ckpt_note);
   *progressed = live(cw->reqs, cw->n) - c->n_heard < before;
   *done = all && (!cw->call_off || c->n_heard == c->setup.workers);
   if (!rc && !cw->call_off && c->fail_rc) rc = strata_err_set(c->fail_rc, "%s", c->fail_msg);
