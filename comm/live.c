@@ -130,7 +130,7 @@ static void send_msg(conn *c, uint32_t type, live *l) {
   (void)n;
 }
 
-/* "during pass 9 of 20", "while setting up", "after its last pass". */
+/* "during pass 9 of 20", "while setting up", "after the last pass". */
 static void when(char *out, size_t n, int pass, int passes) {
   if (pass < 0)
     snprintf(out, n, "while setting up");
