@@ -301,7 +301,6 @@ static int remove_ckpt(const char *dir, int passes) {
 }
 
 typedef struct prep {
-  int resuming_here;
   int complete; /* the newest complete checkpoint seen, -1 none */
 } prep;
 
@@ -317,7 +316,7 @@ static int prepare_one(const char *dir, int passes, void *ud) {
 int strata__ckpt_prepare(const char *dir, int resuming_here) {
   int rc = make_dir(dir);
   if (rc) return rc;
-  prep p = {resuming_here, -1};
+  prep p = {-1};
   if ((rc = each_ckpt(dir, prepare_one, &p))) return rc;
   if (p.complete >= 0 && !resuming_here)
     return strata_err_set(STRATA_EUSAGE,
