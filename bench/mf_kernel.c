@@ -9,21 +9,23 @@
  * same default, the same readers and generator), the global mean mu (summed
  * in data order), the row layout (stride floats, strata_mf_init_row seeded
  * by the global user or item index with --seed, so the same initial model)
- * and the step of pass t (AdaGrad: lr; SGD: lr / (1 + lr-decay * t)).
+ * and the rate of pass t, lr / (1 + lr-decay * t), the decay defaulting
+ * by rule as in the app (strata_mf_lr_decay).
  *
  * Order of the updates (--order). The engine's serial mode runs one worker
  * on one stratum (B = 1): a single data block holding every rating. mf_load
  * renumbers users and items with strata_schedule_balance, which for one
  * block stores rows by rating count, most rated first (ties in a seeded
- * random order), and lays the block out chunk by chunk: chunk c of --depth
- * (8) holds the ratings of the c-th slice of the renumbered items, users
- * ascending inside a chunk, data order among one user's ratings of a
- * chunk. Every pass walks the chunks in that order; nothing is shuffled,
- * and the order never changes between passes. So:
+ * random order), then renumbers the users in a seeded random order, and
+ * lays the block out chunk by chunk: chunk c of --depth (8) holds the
+ * ratings of the c-th slice of the renumbered items, users ascending inside
+ * a chunk (data order among one user's ratings of a chunk), interleaved by
+ * strata_mf_interleave. Every pass walks the chunks in that order; nothing
+ * is shuffled, and the order never changes between passes. So:
  *  - engine (the default): exactly that renumbering, row placement and
  *    order, one strata_mf_sgd call over all ratings. The kernel then
  *    computes the very model the serial engine computes (per-pass train
- *    RMSE agrees up to the summation order of the SSE), and the time ratio
+ *    and test RMSE agree), and the time ratio
  *    engine / kernel is the engine's overhead alone.
  *  - shuffle: the textbook serial SGD, rows at the global indices and one
  *    seeded uniform permutation of all ratings, kept for every pass. No
@@ -56,9 +58,10 @@
 #define PROG "mf_kernel"
 
 typedef struct bench_opts {
-  const char *data, *format, *update, *order;
+  const char *data, *format, *update, *order, *test;
   int rank, passes, warmup, depth;
-  double lr, lr_decay, lambda, lambda_bias, init_scale;
+  double lr, lambda, lambda_bias, init_scale;
+  strata_opt_double lr_decay;
   uint64_t seed;
 } bench_opts;
 
@@ -67,6 +70,8 @@ static const strata_option bench_options[] = {
     {"data", 'd', STRATA_OPT_STRING, O(data), "synth:", "FILE|synth:...", 0, 0, NULL,
      "training ratings, or the generator: synth:users=U,items=I,ratings=N,rank=R,noise=S,"
      "seed=X,skew=A (default: the mf app's)", NULL},
+    {"test", 0, STRATA_OPT_STRING, O(test), NULL, "FILE", 0, 0, NULL,
+     "held-out ratings (ids as in --data, a file) scored after every pass, untimed", NULL},
     {"format", 0, STRATA_OPT_CHOICE, O(format), "auto", "FMT", 0, 0, "auto|tsv|dat|csv|libmf|mm",
      "rating file format", NULL},
     {"rank", 'k', STRATA_OPT_INT, O(rank), "100", "K", 1, 4096, NULL, "factor rank", NULL},
@@ -74,16 +79,18 @@ static const strata_option bench_options[] = {
     {"warmup", 0, STRATA_OPT_INT, O(warmup), "1", "N", 0, 1000000, NULL,
      "first passes left out of the median (all count when passes <= warmup)", NULL},
     {"update", 0, STRATA_OPT_CHOICE, O(update), "adagrad", "RULE", 0, 0, "adagrad|sgd",
-     "step sizes: row-wise AdaGrad (lr / sqrt(G)), or plain SGD with lr / (1 + lr-decay * pass)", NULL},
-    {"lr", 0, STRATA_OPT_DOUBLE, O(lr), "0.05", "RATE", 1e-9, 10, NULL,
+     "step sizes: row-wise AdaGrad (the pass's rate / sqrt(G)), or plain SGD (the pass's rate)",
+     NULL},
+    {"lr", 0, STRATA_OPT_DOUBLE, O(lr), "0.08", "RATE", 1e-9, 10, NULL,
      "learning rate (AdaGrad: the base step)", NULL},
-    {"lr-decay", 0, STRATA_OPT_DOUBLE, O(lr_decay), "0.1", "D", 0, 100, NULL,
-     "with --update sgd: the rate of pass t (from 0) is lr / (1 + D t)", NULL},
-    {"lambda", 0, STRATA_OPT_DOUBLE, O(lambda), "0.1", "L", 0, 100, NULL,
+    {"lr-decay", 0, STRATA_OPT_DOUBLE_OPTIONAL, O(lr_decay), NULL, "D", 0, 100, NULL,
+     "the rate of pass t (from 0) is lr / (1 + D t) (default: 0.4 with AdaGrad, 0.1 with SGD)",
+     NULL},
+    {"lambda", 0, STRATA_OPT_DOUBLE, O(lambda), "0.045", "L", 0, 100, NULL,
      "L2 regularisation of the factors", NULL},
     {"lambda-bias", 0, STRATA_OPT_DOUBLE, O(lambda_bias), "0.05", "L", 0, 100, NULL,
      "L2 regularisation of the biases", NULL},
-    {"init-scale", 0, STRATA_OPT_DOUBLE, O(init_scale), "0.1", "S", 0, 100, NULL,
+    {"init-scale", 0, STRATA_OPT_DOUBLE, O(init_scale), "0.05", "S", 0, 100, NULL,
      "initial factors ~ N(0, S^2/k)", NULL},
     {"order", 0, STRATA_OPT_CHOICE, O(order), "engine", "ORDER", 0, 0, "engine|shuffle",
      "engine: the serial engine's layout and order; shuffle: one seeded random permutation", NULL},
@@ -129,9 +136,10 @@ static int order_engine(const strata_ratings *rs, int depth, uint64_t seed, stra
   uint32_t *icount = strata_calloc((size_t)ni + 1, sizeof *icount);
   uint32_t *blk = strata_malloc(((size_t)(nu > ni ? nu : ni) + 1) * sizeof *blk);
   size_t *start = strata_calloc(nkeys + 1, sizeof *start);
+  strata_mf_entry *scratch = strata_malloc((rs->n + 1) * sizeof *scratch);
   uint32_t size1;
   int rc = 0;
-  if (!ucount || !icount || !blk || !start) {
+  if (!ucount || !icount || !blk || !start || !scratch) {
     rc = strata_err_set(STRATA_ENOMEM, "out of memory ordering %zu ratings", rs->n);
     goto done;
   }
@@ -143,6 +151,19 @@ static int order_engine(const strata_ratings *rs, int depth, uint64_t seed, stra
   if ((rc = strata_schedule_balance(nu, 1, strata_mix64(seed ^ 0x55), ucount, blk, urow, &size1)) ||
       (rc = strata_schedule_balance(ni, 1, strata_mix64(seed ^ 0x1e), icount, blk, irow, &size1)))
     goto done;
+  {
+    /* mf_load then renumbers the users of a block in a seeded random order
+     * (its shuffle_local): the same shuffle, for the one block. */
+    strata_rng rng;
+    strata_rng_seed(&rng, strata_mix64(seed ^ 0x77));
+    for (uint32_t x = 0; x < nu; x++) blk[x] = x;
+    for (uint32_t x = nu; x > 1; x--) {
+      uint32_t y = (uint32_t)strata_rng_below(&rng, x), t = blk[x - 1];
+      blk[x - 1] = blk[y];
+      blk[y] = t;
+    }
+    for (uint32_t u = 0; u < nu; u++) urow[u] = blk[urow[u]];
+  }
   for (size_t j = 0; j < rs->n; j++) {
     uint32_t il = irow[rs->r[j].item];
     size_t c = (size_t)(((uint64_t)(il + 1) * (uint64_t)depth - 1) / ni);
@@ -154,11 +175,19 @@ static int order_engine(const strata_ratings *rs, int depth, uint64_t seed, stra
     size_t c = (size_t)(((uint64_t)(il + 1) * (uint64_t)depth - 1) / ni);
     ent[start[c * nu + ul]++] = (strata_mf_entry){.u = ul, .i = il, .r = rs->r[j].value};
   }
+  /* Each key's start has moved to its end: start[c * nu + nu - 1] ends
+   * chunk c. Each chunk is interleaved as mf_load does. */
+  for (size_t c = 0; c < (size_t)depth; c++) {
+    size_t lo = c ? start[c * nu - 1] : 0, hi = start[c * nu + nu - 1];
+    memcpy(scratch, ent + lo, (hi - lo) * sizeof *scratch);
+    strata_mf_interleave(scratch, hi - lo, ent + lo);
+  }
 done:
   strata_free(ucount);
   strata_free(icount);
   strata_free(blk);
   strata_free(start);
+  strata_free(scratch);
   return rc;
 }
 
@@ -179,6 +208,23 @@ static void order_shuffle(const strata_ratings *rs, uint64_t seed, strata_mf_ent
   }
 }
 
+/* Test RMSE of the model (rows placed by urow/irow); an id unseen in
+ * training is predicted without its row, as strata mf scores it. */
+static double score(const strata_mf_step *st, const strata_ratings *ts, const uint32_t *urow,
+                    const uint32_t *irow, const float *W, const float *H) {
+  if (!ts->n) return 0;
+  const size_t stride = (size_t)st->stride;
+  double sq = 0;
+  for (size_t j = 0; j < ts->n; j++) {
+    const strata_rating *r = &ts->r[j];
+    const float *w = r->user == STRATA_ID_UNSEEN ? NULL : W + (size_t)urow[r->user] * stride;
+    const float *h = r->item == STRATA_ID_UNSEEN ? NULL : H + (size_t)irow[r->item] * stride;
+    double e = (double)r->value - (double)strata_mf_predict(st, w, h);
+    sq += e * e;
+  }
+  return sqrt(sq / (double)ts->n);
+}
+
 int main(int argc, char **argv) {
   bench_opts o;
   strata_optgroup g = {"options", bench_options, &o};
@@ -192,8 +238,10 @@ int main(int argc, char **argv) {
   }
 
   int code = 1;
-  strata_ratings rs;
+  strata_ratings rs, ts;
   memset(&rs, 0, sizeof rs);
+  memset(&ts, 0, sizeof ts);
+  double *test_rmse = NULL;
   strata_mf_entry *ent = NULL;
   uint32_t *urow = NULL, *irow = NULL;
   float *W = NULL, *H = NULL;
@@ -204,6 +252,18 @@ int main(int argc, char **argv) {
     fprintf(stderr, PROG ": %s\n", strata_err_msg());
     code = rc == STRATA_EUSAGE ? 2 : 1;
     goto done;
+  }
+  if (o.test) {
+    strata_format fmt;
+    if (!strncmp(o.data, "synth:", 6))
+      rc = strata_err_set(STRATA_EUSAGE, "--test needs --data from a file (its ids)");
+    if (!rc) rc = strata_format_parse(o.format, &fmt);
+    if (!rc) rc = strata_ratings_read(o.test, fmt, rs.users, rs.items, &ts);
+    if (rc) {
+      fprintf(stderr, PROG ": %s\n", strata_err_msg());
+      code = rc == STRATA_EUSAGE ? 2 : 1;
+      goto done;
+    }
   }
   /* Echoed once the data is in, so that a bad --data is the only line. */
   strata_options_echo(stderr, PROG ": ", &g, 1);
@@ -216,7 +276,8 @@ int main(int argc, char **argv) {
   W = strata_alloc_aligned(((size_t)n_users + 1) * (size_t)stride * sizeof *W);
   H = strata_alloc_aligned(((size_t)n_items + 1) * (size_t)stride * sizeof *H);
   secs = strata_malloc((size_t)o.passes * sizeof *secs);
-  if (!ent || !urow || !irow || !W || !H || !secs) {
+  test_rmse = strata_malloc((size_t)o.passes * sizeof *test_rmse);
+  if (!ent || !urow || !irow || !W || !H || !secs || !test_rmse) {
     fprintf(stderr, PROG ": out of memory for %zu ratings at rank %d\n", n, k);
     goto done;
   }
@@ -241,6 +302,8 @@ int main(int argc, char **argv) {
           n, n_users, n_items, (double)mu, load_s);
 
   const int adagrad = !strcmp(o.update, "adagrad");
+  const double decay = o.lr_decay.given ? o.lr_decay.value
+                                        : adagrad ? STRATA_MF_DECAY_ADAGRAD : STRATA_MF_DECAY_SGD;
   strata_mf_step st = {.k = k,
                        .kpad = kpad,
                        .stride = stride,
@@ -251,13 +314,16 @@ int main(int argc, char **argv) {
                        .adagrad = adagrad};
   double rmse = 0;
   for (int p = 0; p < o.passes; p++) {
-    st.lr = adagrad ? (float)o.lr : (float)(o.lr / (1.0 + o.lr_decay * (double)p));
+    st.lr = (float)(o.lr / (1.0 + decay * (double)p));
     double p0 = strata_now();
     double sse = strata_mf_sgd(&st, ent, n, W, H);
     secs[p] = strata_now() - p0;
     rmse = sqrt(sse / (double)n);
-    fprintf(stderr, "pass %d: %.4f s, %.2f M updates/s, train RMSE %.6f\n", p + 1, secs[p],
+    test_rmse[p] = score(&st, &ts, urow, irow, W, H);
+    fprintf(stderr, "pass %d: %.4f s, %.2f M updates/s, train RMSE %.6f", p + 1, secs[p],
             (double)n / secs[p] / 1e6, rmse);
+    if (ts.n) fprintf(stderr, ", test RMSE %.6f", test_rmse[p]);
+    fputc('\n', stderr);
   }
   const int from = o.passes > o.warmup ? o.warmup : 0;
   const double tpp = strata_median(secs + from, o.passes - from);
@@ -271,7 +337,7 @@ int main(int argc, char **argv) {
   strata_json_int(&j, "warmup", o.warmup);
   strata_json_string(&j, "update", o.update);
   strata_json_number(&j, "lr", o.lr);
-  strata_json_number(&j, "lr_decay", o.lr_decay);
+  strata_json_number(&j, "lr_decay", decay);
   strata_json_number(&j, "lambda", o.lambda);
   strata_json_number(&j, "lambda_bias", o.lambda_bias);
   strata_json_number(&j, "init_scale", o.init_scale);
@@ -288,6 +354,13 @@ int main(int argc, char **argv) {
   for (int p = 0; p < o.passes; p++) strata_json_number(&j, NULL, secs[p]);
   strata_json_array_end(&j);
   strata_json_int(&j, "measured_passes", o.passes - from);
+  if (ts.n) {
+    strata_json_string(&j, "test", o.test);
+    strata_json_int(&j, "test_ratings", (int64_t)ts.n);
+    strata_json_array_begin(&j, "test_rmse");
+    for (int p = 0; p < o.passes; p++) strata_json_double(&j, NULL, test_rmse[p]);
+    strata_json_array_end(&j);
+  }
   strata_json_number(&j, "time_per_pass_s", tpp);
   strata_json_number(&j, "updates_per_s", (double)n / tpp);
   strata_json_number(&j, "train_rmse", rmse);
@@ -296,6 +369,8 @@ int main(int argc, char **argv) {
 
 done:
   strata_free(secs);
+  strata_free(test_rmse);
+  strata_ratings_close(&ts);
   strata_free(H);
   strata_free(W);
   strata_free(irow);

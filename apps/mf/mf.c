@@ -3,9 +3,11 @@
  *
  * Coordinator: read or generate ratings, remap ids, deal users and items to
  * B blocks each so that every block carries about the same number of
- * ratings, cut the matrix into B x B blocks, and lay out each data block chunk by chunk (the item rows of one
- * pipeline chunk), users ascending inside a chunk so a user's row stays in
- * cache across consecutive updates.
+ * ratings, cut the matrix into B x B blocks, and lay out each data block
+ * chunk by chunk (the item rows of one pipeline chunk). Inside a chunk,
+ * users ascend, so a user's row stays in cache across its updates, in two
+ * interleaved runs (strata_mf_interleave), so that neighbouring updates
+ * touch different rows and the kernel computes them two at a time.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -59,19 +61,21 @@ static const strata_option mf_options[] = {
      "hold out this fraction of --data as the test set (seeded by --seed)", NULL},
     {"rank", 'k', STRATA_OPT_INT, OPT(rank), "32", "K", 1, 4096, NULL, "factor rank", NULL},
     {"update", 0, STRATA_OPT_CHOICE, OPT(update), "adagrad", "RULE", 0, 0, "adagrad|sgd",
-     "step sizes: row-wise AdaGrad (lr / sqrt(G)), or plain SGD with lr / (1 + lr-decay * pass)", NULL},
-    {"lr", 0, STRATA_OPT_DOUBLE, OPT(lr), "0.05", "RATE", 1e-9, 10, NULL,
-     "learning rate (AdaGrad: the base step)", NULL},
-    {"lr-decay", 0, STRATA_OPT_DOUBLE, OPT(lr_decay), "0.1", "D", 0, 100, NULL,
-     "with --update sgd: the rate of pass t (from 0) is lr / (1 + D t)", NULL},
+     "step sizes: row-wise AdaGrad (the pass's rate / sqrt(G)), or plain SGD (the pass's rate)",
+     NULL},
+    {"lr", 0, STRATA_OPT_DOUBLE, OPT(lr), "0.08", "RATE", 1e-9, 10, NULL,
+     "learning rate of the first pass (AdaGrad: the base step)", NULL},
+    {"lr-decay", 0, STRATA_OPT_DOUBLE_OPTIONAL, OPT(lr_decay), NULL, "D", 0, 100, NULL,
+     "the rate of pass t (from 0) is lr / (1 + D t) (default: 0.4 with AdaGrad, 0.1 with SGD)",
+     NULL},
     {"lr-schedule", 0, STRATA_OPT_CHOICE, OPT(lr_schedule), "decay", "RULE", 0, 0, "decay|bold",
      "with --update sgd: decay (lr / (1 + lr-decay t)), or bold: DSGD's bold driver, the rate "
      "x1.05 after a pass whose training loss fell, x0.5 after one whose loss rose", NULL},
-    {"lambda", 0, STRATA_OPT_DOUBLE, OPT(lambda), "0.1", "L", 0, 100, NULL,
+    {"lambda", 0, STRATA_OPT_DOUBLE, OPT(lambda), "0.045", "L", 0, 100, NULL,
      "L2 regularisation of the factors", NULL},
     {"lambda-bias", 0, STRATA_OPT_DOUBLE, OPT(lambda_bias), "0.05", "L", 0, 100, NULL,
      "L2 regularisation of the biases", NULL},
-    {"init-scale", 0, STRATA_OPT_DOUBLE, OPT(init_scale), "0.1", "S", 0, 100, NULL,
+    {"init-scale", 0, STRATA_OPT_DOUBLE, OPT(init_scale), "0.05", "S", 0, 100, NULL,
      "initial factors ~ N(0, S^2/k)", NULL},
     {"no-bias", 0, STRATA_OPT_FLAG, OPT(no_bias), NULL, NULL, 0, 0, NULL,
      "no user and item biases (plain factorisation around the mean)", NULL},
@@ -79,6 +83,11 @@ static const strata_option mf_options[] = {
      "train on N block-diagonal copies of the data (new users and items per copy; test "
      "ratings copied alike): weak scaling as with Netflix x4 ... x256", NULL},
     {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+
+double strata_mf_lr_decay(const strata_mf_config *cfg) {
+  if (cfg->lr_decay.given) return cfg->lr_decay.value;
+  return strcmp(cfg->update, "sgd") ? STRATA_MF_DECAY_ADAGRAD : STRATA_MF_DECAY_SGD;
+}
 
 static int mf_check(const void *vcfg, const strata_setup *setup) {
   const strata_mf_config *cfg = vcfg;
@@ -179,6 +188,7 @@ static int build_data_blocks(const strata_ratings *train, const mf_priv *pv, int
   uint32_t *start = strata_calloc(nd + 1, sizeof *start);
   uint32_t *order = strata_malloc(train->n * sizeof *order);
   uint32_t *keycnt = NULL;
+  strata_mf_entry *scratch = NULL;
   int rc = 0;
   if (!count || !start || !order) goto oom;
   /* Bucket ratings by data block, keeping file order inside a bucket. */
@@ -193,10 +203,12 @@ static int build_data_blocks(const strata_ratings *train, const mf_priv *pv, int
     size_t d = pv->ublock[r->user] * (uint32_t)B + pv->iblock[r->item];
     order[start[d] + count[d]++] = (uint32_t)j;
   }
-  uint32_t max_u = 0;
+  uint32_t max_u = 0, max_n = 0;
   for (int b = 0; b < B; b++) max_u = usz[b] > max_u ? usz[b] : max_u;
+  for (size_t d = 0; d < nd; d++) max_n = count[d] > max_n ? count[d] : max_n;
   keycnt = strata_malloc(((size_t)depth * max_u + 1) * sizeof *keycnt);
-  if (!keycnt) goto oom;
+  scratch = strata_malloc(((size_t)max_n + 1) * sizeof *scratch);
+  if (!keycnt || !scratch) goto oom;
   size_t eoff = data_entries_offset(depth);
   for (int bi = 0; bi < B; bi++)
     for (int bj = 0; bj < B; bj++) {
@@ -232,6 +244,12 @@ static int build_data_blocks(const strata_ratings *train, const mf_priv *pv, int
         e->i = il;
         e->r = r->value;
       }
+      /* Users ascend inside a chunk; the kernel wants neighbours apart. */
+      for (int c = 0; c < depth; c++) {
+        size_t m = off[c + 1] - off[c];
+        memcpy(scratch, ent + off[c], m * sizeof *scratch);
+        strata_mf_interleave(scratch, m, ent + off[c]);
+      }
     }
   goto done;
 oom:
@@ -241,6 +259,7 @@ done:
   strata_free(start);
   strata_free(order);
   strata_free(keycnt);
+  strata_free(scratch);
   return rc;
 }
 
@@ -495,10 +514,8 @@ static const char *const mf_control_names[] = {"lr"};
 static void mf_pass_control(const void *vcfg, int pass, const double *obj, int known,
                             const double *prev, double *ctl) {
   const strata_mf_config *cfg = vcfg;
-  if (strcmp(cfg->update, "sgd")) {
-    ctl[0] = cfg->lr;
-  } else if (strcmp(cfg->lr_schedule, "bold")) {
-    ctl[0] = cfg->lr / (1.0 + cfg->lr_decay * (double)pass);
+  if (strcmp(cfg->update, "sgd") || strcmp(cfg->lr_schedule, "bold")) {
+    ctl[0] = cfg->lr / (1.0 + strata_mf_lr_decay(cfg) * (double)pass);
   } else if (!prev || known < 2) {
     ctl[0] = cfg->lr;
   } else {
@@ -527,7 +544,7 @@ static void mf_describe(const void *vcfg, const strata_problem *prob, strata_jso
   strata_json_int(j, "users", m ? m->n_users : 0);
   strata_json_int(j, "items", m ? m->n_items : 0);
   strata_json_number(j, "lr", cfg->lr);
-  strata_json_number(j, "lr_decay", cfg->lr_decay);
+  strata_json_number(j, "lr_decay", strata_mf_lr_decay(cfg));
   strata_json_number(j, "lambda", cfg->lambda);
   strata_json_number(j, "lambda_bias", cfg->lambda_bias);
   strata_json_bool(j, "bias", !cfg->no_bias);

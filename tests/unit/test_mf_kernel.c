@@ -1,6 +1,7 @@
 /*
  * Unit tests for apps/mf/kernel.c: the SGD and AdaGrad steps against finite
- * differences of strata_mf_loss, padding, prediction and row initialisation.
+ * differences of strata_mf_loss, padding, prediction and row initialisation,
+ * the interleaved order and the fused pairs it enables.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -19,6 +20,9 @@
 #include "strata/apps/mf.h"
 
 enum { K = 13 };
+
+/* The randomised tests print their seed; STRATA_TEST_SEED=X replays one. */
+static uint64_t g_seed = 20261125;
 
 
 static strata_mf_step make_step(int adagrad, int bias, float lr) {
@@ -392,6 +396,109 @@ static void test_init_row(void **state) {
   strata_free(b);
 }
 
+/* A chunk as mf_load lays it out before interleaving: users ascending,
+ * random items, some users with one rating, some with many. */
+static size_t make_chunk(strata_rng *rng, uint32_t nu, uint32_t ni, strata_mf_entry *e,
+                         size_t cap) {
+  size_t n = 0;
+  for (uint32_t u = 0; u < nu && n < cap; u++) {
+    uint64_t c = strata_rng_below(rng, 4) == 0 ? 1 : 1 + strata_rng_below(rng, 12);
+    for (uint64_t x = 0; x < c && n < cap; x++)
+      e[n++] = (strata_mf_entry){u, (uint32_t)strata_rng_below(rng, ni),
+                                 (float)(1 + strata_rng_below(rng, 5))};
+  }
+  return n;
+}
+
+static void test_interleave_is_a_permutation_of_two_runs(void **state) {
+  (void)state;
+  enum { CAP = 3000 };
+  strata_mf_entry *in = strata_malloc(CAP * sizeof *in), *out = strata_malloc(CAP * sizeof *out);
+  assert_non_null(in);
+  assert_non_null(out);
+  strata_rng rng;
+  strata_rng_seed(&rng, g_seed);
+  for (int trial = 0; trial < 50; trial++) {
+    uint32_t nu = 1 + (uint32_t)strata_rng_below(&rng, trial < 5 ? 3 : 400);
+    size_t n = make_chunk(&rng, nu, 50, in, CAP);
+    strata_mf_interleave(in, n, out);
+    /* A permutation: the same multiset, and each user's ratings keep
+     * their order (a user lies wholly in one run). */
+    size_t next[400] = {0};
+    for (size_t j = 0; j < n; j++) {
+      uint32_t u = out[j].u;
+      size_t k = next[u];
+      while (k < n && in[k].u != u) k++;
+      assert_true(k < n);
+      assert_true(in[k].i == out[j].i && in[k].r == out[j].r);
+      next[u] = k + 1;
+    }
+    /* With two users or more, the first neighbours differ in user, and
+     * most neighbours do. */
+    size_t apart = 0;
+    for (size_t j = 0; j + 1 < n; j++) apart += out[j].u != out[j + 1].u;
+    if (nu >= 2 && n >= 2) assert_true(out[0].u != out[1].u);
+    if (nu >= 50) assert_true(apart * 10 >= (n - 1) * 8);
+    /* n = 0 and n = 1 */
+    strata_mf_interleave(in, 0, out);
+    strata_mf_interleave(in, 1, out);
+    assert_true(out[0].u == in[0].u && out[0].i == in[0].i);
+  }
+  strata_free(in);
+  strata_free(out);
+}
+
+/* The kernel runs disjoint neighbours two at a time; that must equal one
+ * update after another, bit for bit, under both rules, with and without
+ * biases, whatever the rank. */
+static void test_fused_pairs_equal_one_at_a_time(void **state) {
+  (void)state;
+  enum { NU = 60, NI = 40, CAP = 600 };
+  strata_rng rng;
+  strata_rng_seed(&rng, g_seed ^ 0x9e37);
+  const int ks[] = {1, 8, 13, 32, 100};
+  for (size_t kx = 0; kx < sizeof ks / sizeof ks[0]; kx++)
+    for (int rule = 0; rule < 4; rule++) {
+      int k = ks[kx], kpad = strata_mf_kpad(k);
+      strata_mf_step st = make_step(rule & 1, rule >> 1, 0.03f);
+      st.k = k;
+      st.kpad = kpad;
+      st.stride = kpad + STRATA_MF_TAIL;
+      size_t stride = (size_t)st.stride;
+      float *W = strata_alloc_aligned(NU * stride * sizeof(float));
+      float *H = strata_alloc_aligned(NI * stride * sizeof(float));
+      float *W2 = strata_alloc_aligned(NU * stride * sizeof(float));
+      float *H2 = strata_alloc_aligned(NI * stride * sizeof(float));
+      strata_mf_entry *in = strata_malloc(CAP * sizeof *in), *e = strata_malloc(CAP * sizeof *e);
+      assert_true(W && H && W2 && H2 && in && e);
+      for (uint32_t u = 0; u < NU; u++) strata_mf_init_row(W + u * stride, k, st.stride, 0.5, 3, 0, u);
+      for (uint32_t i = 0; i < NI; i++) strata_mf_init_row(H + i * stride, k, st.stride, 0.5, 3, 1, i);
+      memcpy(W2, W, NU * stride * sizeof(float));
+      memcpy(H2, H, NI * stride * sizeof(float));
+      size_t n = make_chunk(&rng, NU, NI, in, CAP);
+      strata_mf_interleave(in, n, e);
+      size_t fused = 0;
+      for (size_t j = 0; j + 1 < n; j++) fused += e[j].u != e[j + 1].u && e[j].i != e[j + 1].i;
+      assert_true(fused * 2 >= n); /* the fused path is what this tests */
+      for (int rep = 0; rep < 3; rep++) {
+        double total = strata_mf_sgd(&st, e, n, W, H), sum = 0;
+        for (size_t j = 0; j < n; j++) sum += strata_mf_sgd(&st, &e[j], 1, W2, H2);
+        if (total != sum) {
+          print_message("k %d rule %d: sse %.17g vs %.17g one at a time\n", k, rule, total, sum);
+          fail();
+        }
+      }
+      assert_memory_equal(W, W2, NU * stride * sizeof(float));
+      assert_memory_equal(H, H2, NI * stride * sizeof(float));
+      strata_free(W);
+      strata_free(H);
+      strata_free(W2);
+      strata_free(H2);
+      strata_free(in);
+      strata_free(e);
+    }
+}
+
 static void test_kpad(void **state) {
   (void)state;
   assert_int_equal(strata_mf_kpad(1), 8);
@@ -402,8 +509,16 @@ static void test_kpad(void **state) {
 }
 
 int main(void) {
+  const char *env = getenv("STRATA_TEST_SEED");
+  if (env && *env) g_seed = strtoull(env, NULL, 0);
+  printf("test_mf_kernel: seed %llu (STRATA_TEST_SEED=X replays one)\n",
+         (unsigned long long)g_seed);
+  fflush(stdout);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_kpad, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_interleave_is_a_permutation_of_two_runs, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_fused_pairs_equal_one_at_a_time, setup, teardown),
       cmocka_unit_test_setup_teardown(test_sgd_gradients_are_nonzero, setup, teardown),
       cmocka_unit_test_setup_teardown(test_sgd_matches_finite_differences, setup, teardown),
       cmocka_unit_test_setup_teardown(test_sgd_sums_errors_sequentially, setup, teardown),

@@ -10,12 +10,16 @@
  * (tail[0]) and, with AdaGrad, the squared-gradient accumulators of the
  * factors (tail[1]) and the bias (tail[2]). Padding stays zero under updates.
  *
- * Step sizes (--update): AdaGrad, the default, gives each row the step
- * lr / sqrt(G), where G starts at 1 and adds the mean squared gradient of
+ * Step sizes (--update): the rate of pass t (0-based) is
+ * lr / (1 + lr_decay * t). AdaGrad, the default, gives each row the step
+ * rate / sqrt(G), where G starts at 1 and adds the mean squared gradient of
  * that row's factors at every update (biases likewise with their own
- * accumulator); plain SGD uses lr / (1 + lr_decay * t) in pass t (0-based).
- * Defaults (lr 0.05, lambda 0.1, lambda_bias 0.05, AdaGrad) were chosen on
- * MovieLens 100K (ua split, k = 100): test RMSE 0.925 after 20 passes.
+ * accumulator); plain SGD uses the rate itself. Unless given, lr_decay is
+ * STRATA_MF_DECAY_ADAGRAD under AdaGrad and STRATA_MF_DECAY_SGD under SGD.
+ * The defaults (AdaGrad, lr 0.08, decay 0.4, lambda 0.045, lambda_bias
+ * 0.05, init_scale 0.05) come from the sweep in bench/README.md ("Default
+ * learning settings"), chosen on a validation split of MovieLens 100K's
+ * ua.base at k = 100 and checked on the 10M synthetic set.
  */
 #ifndef STRATA_MF_H
 #define STRATA_MF_H
@@ -24,8 +28,11 @@
 #include <stdint.h>
 
 #include "strata/app.h"
+#include "strata/options.h"
 
 #define STRATA_MF_TAIL 8
+#define STRATA_MF_DECAY_ADAGRAD 0.4
+#define STRATA_MF_DECAY_SGD 0.1
 
 /* The "mf" app. */
 STRATA_EXPORT extern const strata_app strata_app_mf;
@@ -36,7 +43,8 @@ typedef struct strata_mf_config {
   const char *test;    /* test file or NULL */
   double test_fraction;
   int rank;
-  double lr, lr_decay;
+  double lr;
+  strata_opt_double lr_decay; /* not given: the rule's default (strata_mf_lr_decay) */
   double lambda, lambda_bias;
   double init_scale;
   int no_bias;
@@ -46,6 +54,10 @@ typedef struct strata_mf_config {
                               x0.5 after one whose loss rose) */
   int duplicate;      /* block-diagonal copies of the data (weak scaling), >= 1 */
 } strata_mf_config;
+
+/* The decay of the rate that a configuration runs with: lr_decay when
+ * given, else its update rule's default. */
+STRATA_EXPORT double strata_mf_lr_decay(const strata_mf_config *cfg);
 
 /* One training example inside a data block: indices local to the block's
  * resident (user) and rotating (item) blocks. */
@@ -70,9 +82,22 @@ static inline int strata_mf_kpad(int k) { return (k + 7) / 8 * 8; }
 /*
  * Runs SGD over n entries in order, updating rows of W (users) and H (items)
  * in place. Returns the sum of squared errors measured before each update.
+ * Neighbouring entries with a different user and a different item are
+ * computed together, with the same result as one after the other; the order
+ * of strata_mf_interleave makes most neighbours so.
  */
 STRATA_EXPORT double strata_mf_sgd(const strata_mf_step *st, const strata_mf_entry *e, size_t n,
                                    float *W, float *H);
+
+/*
+ * Orders one pipeline chunk's entries for strata_mf_sgd. in[0..n) holds the
+ * chunk sorted by user; out (n entries, not overlapping in) receives two
+ * runs, cut at the user boundary nearest the middle, taken alternately
+ * (the longer run's rest last). Neighbours then belong to different users,
+ * and mostly to different items, which lets the kernel run them two at a
+ * time. Deterministic: the order depends on in alone.
+ */
+STRATA_EXPORT void strata_mf_interleave(const strata_mf_entry *in, size_t n, strata_mf_entry *out);
 
 /* Prediction for one user row and item row (either may be NULL: unseen). */
 STRATA_EXPORT float strata_mf_predict(const strata_mf_step *st, const float *w, const float *h);
