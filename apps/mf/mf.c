@@ -5,9 +5,9 @@
  * B blocks each so that every block carries about the same number of
  * ratings, cut the matrix into B x B blocks, and lay out each data block
  * chunk by chunk (the item rows of one pipeline chunk). Inside a chunk,
- * users ascend, so a user's row stays in cache across its updates, in two
+ * users ascend, so a user's row stays in cache across its updates, in four
  * interleaved runs (strata_mf_interleave), so that neighbouring updates
- * touch different rows and the kernel computes them two at a time.
+ * touch different rows and the kernel overlaps them.
  */
 #include <inttypes.h>
 #include <math.h>

@@ -410,7 +410,7 @@ static size_t make_chunk(strata_rng *rng, uint32_t nu, uint32_t ni, strata_mf_en
   return n;
 }
 
-static void test_interleave_is_a_permutation_of_two_runs(void **state) {
+static void test_interleave_is_a_permutation_of_runs(void **state) {
   (void)state;
   enum { CAP = 3000 };
   strata_mf_entry *in = strata_malloc(CAP * sizeof *in), *out = strata_malloc(CAP * sizeof *out);
@@ -434,7 +434,7 @@ static void test_interleave_is_a_permutation_of_two_runs(void **state) {
       next[u] = k + 1;
     }
     /* With two users or more, the first neighbours differ in user, and
-     * most neighbours do. */
+     * most neighbours do (four runs: all but a run's tail). */
     size_t apart = 0;
     for (size_t j = 0; j + 1 < n; j++) apart += out[j].u != out[j + 1].u;
     if (nu >= 2 && n >= 2) assert_true(out[0].u != out[1].u);
@@ -448,11 +448,18 @@ static void test_interleave_is_a_permutation_of_two_runs(void **state) {
   strata_free(out);
 }
 
-/* The kernel runs disjoint neighbours two at a time; that must equal one
- * update after another, bit for bit, under both rules, with and without
- * biases, whatever the rank. */
-static void test_fused_pairs_equal_one_at_a_time(void **state) {
-  (void)state;
+/* The kernel compiled for the build's own target (kernel.c); strata_mf_sgd
+ * may run a copy compiled for a wider instruction set instead. */
+double strata__mf_sgd_base(const strata_mf_step *st, const strata_mf_entry *e, size_t n, float *W,
+                           float *H);
+
+typedef double (*sgd_fn)(const strata_mf_step *, const strata_mf_entry *, size_t, float *,
+                         float *);
+
+/* The kernel runs disjoint neighbours two at a time and overlaps groups;
+ * that must equal one update after another, bit for bit, under both rules,
+ * with and without biases, whatever the rank, in every copy of the kernel. */
+static void check_groups(sgd_fn sgd, int f) {
   enum { NU = 60, NI = 40, CAP = 600 };
   strata_rng rng;
   strata_rng_seed(&rng, g_seed ^ 0x9e37);
@@ -481,10 +488,11 @@ static void test_fused_pairs_equal_one_at_a_time(void **state) {
       for (size_t j = 0; j + 1 < n; j++) fused += e[j].u != e[j + 1].u && e[j].i != e[j + 1].i;
       assert_true(fused * 2 >= n); /* the fused path is what this tests */
       for (int rep = 0; rep < 3; rep++) {
-        double total = strata_mf_sgd(&st, e, n, W, H), sum = 0;
-        for (size_t j = 0; j < n; j++) sum += strata_mf_sgd(&st, &e[j], 1, W2, H2);
+        double total = sgd(&st, e, n, W, H), sum = 0;
+        for (size_t j = 0; j < n; j++) sum += sgd(&st, &e[j], 1, W2, H2);
         if (total != sum) {
-          print_message("k %d rule %d: sse %.17g vs %.17g one at a time\n", k, rule, total, sum);
+          print_message("kernel %d, k %d rule %d: sse %.17g vs %.17g one at a time\n", f, k,
+                        rule, total, sum);
           fail();
         }
       }
@@ -497,6 +505,12 @@ static void test_fused_pairs_equal_one_at_a_time(void **state) {
       strata_free(in);
       strata_free(e);
     }
+}
+
+static void test_fused_pairs_equal_one_at_a_time(void **state) {
+  (void)state;
+  check_groups(strata_mf_sgd, 0);
+  check_groups(strata__mf_sgd_base, 1);
 }
 
 static void test_kpad(void **state) {
@@ -516,7 +530,7 @@ int main(void) {
   fflush(stdout);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_kpad, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_interleave_is_a_permutation_of_two_runs, setup,
+      cmocka_unit_test_setup_teardown(test_interleave_is_a_permutation_of_runs, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_fused_pairs_equal_one_at_a_time, setup, teardown),
       cmocka_unit_test_setup_teardown(test_sgd_gradients_are_nonzero, setup, teardown),
