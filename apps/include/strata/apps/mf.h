@@ -91,11 +91,11 @@ STRATA_EXPORT double strata_mf_sgd(const strata_mf_step *st, const strata_mf_ent
 
 /*
  * Orders one pipeline chunk's entries for strata_mf_sgd. in[0..n) holds the
- * chunk sorted by user; out (n entries, not overlapping in) receives two
- * runs, cut at the user boundary nearest the middle, taken alternately
- * (the longer run's rest last). Neighbours then belong to different users,
- * and mostly to different items, which lets the kernel run them two at a
- * time. Deterministic: the order depends on in alone.
+ * chunk sorted by user; out (n entries, not overlapping in) receives four
+ * runs, cut at the user boundaries at or after each quarter, taken in turn
+ * (a run that ends drops out). Neighbours then belong to different users,
+ * and mostly to different items, which lets the kernel overlap them.
+ * Deterministic: the order depends on in alone.
  */
 STRATA_EXPORT void strata_mf_interleave(const strata_mf_entry *in, size_t n, strata_mf_entry *out);
 
