@@ -71,11 +71,11 @@ static const strata_option mf_options[] = {
     {"lr-schedule", 0, STRATA_OPT_CHOICE, OPT(lr_schedule), "decay", "RULE", 0, 0, "decay|bold",
      "with --update sgd: decay (lr / (1 + lr-decay t)), or bold: DSGD's bold driver, the rate "
      "x1.05 after a pass whose training loss fell, x0.5 after one whose loss rose", NULL},
-    {"lambda", 0, STRATA_OPT_DOUBLE, OPT(lambda), "0.045", "L", 0, 100, NULL,
+    {"lambda", 0, STRATA_OPT_DOUBLE, OPT(lambda), "0.05", "L", 0, 100, NULL,
      "L2 regularisation of the factors", NULL},
     {"lambda-bias", 0, STRATA_OPT_DOUBLE, OPT(lambda_bias), "0.05", "L", 0, 100, NULL,
      "L2 regularisation of the biases", NULL},
-    {"init-scale", 0, STRATA_OPT_DOUBLE, OPT(init_scale), "0.05", "S", 0, 100, NULL,
+    {"init-scale", 0, STRATA_OPT_DOUBLE, OPT(init_scale), "0.1", "S", 0, 100, NULL,
      "initial factors ~ N(0, S^2/k)", NULL},
     {"no-bias", 0, STRATA_OPT_FLAG, OPT(no_bias), NULL, NULL, 0, 0, NULL,
      "no user and item biases (plain factorisation around the mean)", NULL},

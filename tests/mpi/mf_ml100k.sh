@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # mf_ml100k.sh: MovieLens 100K, GroupLens' ua split, rank 100, default
 # settings, 2 workers: the test RMSE after the default passes is <= 0.96
-# (mf.h documents 0.925). Skips (77) without the shared data.
+# (mf.h names the sweep behind the defaults). Skips (77) without the shared data.
 . "$(dirname "$0")/common.sh"
 
 ML=${STRATA_SHARED_DATA:-}/movielens-100k

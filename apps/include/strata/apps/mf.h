@@ -16,10 +16,11 @@
  * that row's factors at every update (biases likewise with their own
  * accumulator); plain SGD uses the rate itself. Unless given, lr_decay is
  * STRATA_MF_DECAY_ADAGRAD under AdaGrad and STRATA_MF_DECAY_SGD under SGD.
- * The defaults (AdaGrad, lr 0.08, decay 0.4, lambda 0.045, lambda_bias
- * 0.05, init_scale 0.05) come from the sweep in bench/README.md ("Default
- * learning settings"), chosen on a validation split of MovieLens 100K's
- * ua.base at k = 100 and checked on the 10M synthetic set.
+ * The defaults (AdaGrad, lr 0.08, decay 0.4, lambda 0.05, lambda_bias
+ * 0.05, init_scale 0.1) come from bench/mf_tune.sh: the best of its grid by
+ * validation RMSE on a split of MovieLens 100K's ua.base at k = 100,
+ * checked on the 10M synthetic set (bench/README.md, "Default learning
+ * settings").
  */
 #ifndef STRATA_MF_H
 #define STRATA_MF_H
