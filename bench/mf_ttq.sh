@@ -177,4 +177,37 @@ if p2 and l2 and p2["ttq"] and l2["ttq"]:
 text = "\n".join(lines)
 print(text)
 open(f"{out}/ttq.md", "w").write(text + "\n")
+
+# ttq.png: test RMSE against training seconds at k = 100, the first round of
+# each system, the target as a line (gnuplot; the .dat and .gp stay beside it).
+curves = [("plain serial kernel, textbook order", strata_runs("shuffled", 100), curve_kernel),
+          ("plain serial kernel, engine order", strata_runs("kernel", 100), curve_kernel),
+          ("strata serial", strata_runs("serial", 100), curve_strata),
+          ("strata scheduled, 2 workers", strata_runs("p2", 100), curve_strata)]
+cmds = []
+for i, (label, runs, curve) in enumerate(curves):
+    if not runs:
+        continue
+    secs, rmse = curve(runs[0])
+    t, d = 0.0, ""
+    for x, e in zip(secs, rmse):
+        t += x
+        d += f"{t} {e}\n"
+    open(f"{out}/ttq_{i}.dat", "w").write(d)
+    cmds.append(f"'ttq_{i}.dat' using 1:2 with linespoints title '{label}'")
+l2 = pick("LIBMF, 2 threads", 100)
+if l2 and l2["ttq"]:
+    open(f"{out}/ttq_libmf.dat", "w").write(f"{l2['ttq']} {target}\n")
+    cmds.append("'ttq_libmf.dat' using 1:2 with points pt 7 ps 1.5 title 'LIBMF, 2 threads, 20 iterations'")
+cmds.append(f"{target} with lines dt 2 lc rgb 'black' title 'target {target:.4f}'")
+open(f"{out}/ttq.gp", "w").write(
+    "set terminal pngcairo size 900,560 font 'sans,10'\nset output 'ttq.png'\nset grid\n"
+    "set key outside right top\nset logscale x\n"
+    f"set title 'MF time to quality, k = 100 ({cpu})'\nset xlabel 'training seconds'\n"
+    "set ylabel 'test RMSE'\nplot " + ", ".join(cmds) + "\n")
+import shutil
+if shutil.which("gnuplot"):
+    subprocess_ok = os.system(f"cd '{out}' && gnuplot ttq.gp") == 0
+    if not subprocess_ok:
+        print("mf_ttq: gnuplot failed; ttq.gp and its .dat files are in " + out, file=sys.stderr)
 PY
