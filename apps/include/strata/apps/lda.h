@@ -54,6 +54,54 @@ STRATA_EXPORT int strata_lda_sweep(strata_lda_sampler *s, const strata_lda_token
                                    int32_t *ndk, float *nwk, float *nk, uint16_t *z,
                                    strata_rng *rng);
 
+/*
+ * The Metropolis-Hastings sampler ("warp"): the same stationary
+ * distribution as strata_lda_sweep, at a cost per token that does not grow
+ * with K, but each token moves less per sweep (more sweeps to the same
+ * likelihood). For each token, `steps` times: a word proposal q(k) ∝
+ * nwk[w][k] + beta, then a document proposal q(k) ∝ ndk[d][k] + alpha, each
+ * accepted or rejected against the exact conditional above (the token's own
+ * counts removed, the counts as they are at that moment). Both proposals
+ * are drawn in O(1) from the topics of other tokens, counting the token's
+ * own: a document's from z over its slots (a uniformly chosen one, or a
+ * uniform topic with probability K alpha / (L_d + K alpha)); a word's from
+ * the z of the call's own tokens of that word, or from an alias table over
+ * the rest of its row (the tokens outside the call, which the call cannot
+ * change), or a uniform topic. Chen et al., "WarpLDA", VLDB 2016 (the
+ * proposals), without its delayed counts: the target is always current, so
+ * the sampler is exact, not an approximation of the collapsed sampler.
+ */
+typedef struct strata_lda_warp strata_lda_warp;
+
+/* STRATA_EINVAL as strata_lda_sampler_new, and for steps outside 1..64
+ * (word+document proposal pairs per token; 2 is a good default);
+ * STRATA_ENOMEM. */
+STRATA_EXPORT int strata_lda_warp_new(const strata_lda_params *p, uint32_t steps,
+                                      strata_lda_warp **out);
+STRATA_EXPORT void strata_lda_warp_free(strata_lda_warp *s);
+
+/*
+ * Resamples tokens tok[0..n) in order, like strata_lda_sweep. Tokens may
+ * come in any order; each slot appears at most once per call. doc_off says
+ * where each document's tokens are in z: document d's are the slots
+ * [doc_off[d], doc_off[d + 1]), all of them (not only this call's), and
+ * ndk[d] counts exactly their topics. Word rows must hold whole counts.
+ * Nothing is cached across calls: ndk, nwk, nk and z may change between
+ * them. Within a call the sampler keeps, per word it meets, the z of the
+ * call's tokens of that word and an alias table over the rest of the row,
+ * rebuilt from the caller's counts at the start of every call (O(K) per
+ * distinct word, O(1) per token after that).
+ * Returns 0; STRATA_EINVAL for a NULL array with n > 0; STRATA_ENOMEM
+ * (nothing changed); STRATA_ERANGE for inconsistent input: a topic >= K in
+ * z, a count that is negative, fractional or not finite, a row below the
+ * call's own tokens of a topic, a slot outside its document's range, or a
+ * count that would go negative. An error found while sampling leaves the
+ * counts and z as they were before that token.
+ */
+STRATA_EXPORT int strata_lda_warp_sweep(strata_lda_warp *s, const strata_lda_token *tok, size_t n,
+                                        int32_t *ndk, float *nwk, float *nk, uint16_t *z,
+                                        const uint64_t *doc_off, strata_rng *rng);
+
 /* The exact conditional of one token (its counts already removed), p[K]
  * summing to 1: the reference the tests compare sweeps against. */
 STRATA_EXPORT void strata_lda_conditional(const strata_lda_params *p, const int32_t *ndk_d,
