@@ -13,6 +13,8 @@
  *    input with the counts as they were; bad parameters; allocation
  *    failures; the same seed, the same topics.
  *
+ * Built twice: as is, and with apps/lda/warp.c compiled in so that every K
+ * takes the path the sampler keeps for large K (test_lda_warp_sparse).
  * The randomised tests print their seed; STRATA_TEST_SEED=X replays one.
  */
 #include <math.h>
@@ -869,8 +871,13 @@ int main(void) {
   if (env && *env) g_seed = strtoull(env, NULL, 0);
   const char *quick = getenv("STRATA_TEST_QUICK");
   g_quick = quick && *quick && strcmp(quick, "0") != 0;
-  printf("test_lda_warp: seed %llu (STRATA_TEST_SEED=X replays one)%s\n",
-         (unsigned long long)g_seed, g_quick ? ", quick: a tenth of the draws" : "");
+#ifdef STRATA_LDA_WARP_SPARSE_K
+  const char *variant = ", warp.c built with the large-K path for every K";
+#else
+  const char *variant = "";
+#endif
+  printf("test_lda_warp: seed %llu (STRATA_TEST_SEED=X replays one)%s%s\n",
+         (unsigned long long)g_seed, g_quick ? ", quick: a tenth of the draws" : "", variant);
   fflush(stdout);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_joint_from_posterior, setup, teardown),
