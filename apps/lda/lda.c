@@ -653,7 +653,7 @@ const strata_app strata_app_lda = {
     .name = "lda",
     .memory_hint = "lower --topics",
     .flags = STRATA_APP_ADDITIVE,
-    .summary = "topic modelling by collapsed Gibbs sampling (exact sparse sampler, or "
+    .summary = "topic modelling on the collapsed posterior (exact sparse Gibbs sampler, or "
                "Metropolis-Hastings with --sampler warp)",
     .unit = "tokens",
     .examples =
