@@ -580,7 +580,7 @@ static inline __attribute__((always_inline)) int sweep_run(
     }
     float *row = nwk + (size_t)w * K;
     uint64_t *wb = sparse ? s->bits + (size_t)words[w].bix * s->kw : NULL;
-    const uint32_t up = tpos[i], s0 = unit[up];
+    const uint32_t up = tpos[i], s0 = z[slot];
     if (nd[s0] < 1 || !(row[s0] >= 1.0f) || !(nk[s0] >= 1.0f)) {
       rc = strata_err_set(STRATA_ERANGE,
                           "lda warp: token %zu (doc %u, word %u, topic %u): a count would go "
