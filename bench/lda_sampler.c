@@ -1,6 +1,8 @@
 /*
- * bench/lda_sampler.c - tokens per second of the exact LDA sampler
- * (strata_lda_sweep) on one core, on a corpus drawn from the LDA model.
+ * bench/lda_sampler.c - tokens per second of an LDA sampler on one core, on
+ * a corpus drawn from the LDA model: the exact sampler (strata_lda_sweep),
+ * the Metropolis-Hastings one (strata_lda_warp_sweep) or a textbook
+ * yardstick.
  *
  * The corpus comes from strata_lda_synth_generate: topics phi_k ~
  * Dirichlet(beta) over the vocabulary, per document theta_d ~
@@ -13,12 +15,19 @@
  * --impl plain runs a textbook SparseLDA (Yao, Mimno & McCallum 2009, as
  * in MALLET: word topics kept sorted by count, the word bucket's terms
  * stored then scanned, the caller's word rows updated as it goes) on the
- * same corpus, as the yardstick.
+ * same corpus, as the yardstick; --impl warp the Metropolis-Hastings
+ * sampler with --mh-steps word and document proposals per token.
  *
- * Output: one line per sweep, then one JSON object with the build, the
- * machine, every parameter, the rate of every sweep with the min, median
- * and max after the warm-up, and whether the counts still match the
- * topics at the end (exit status 1 if not).
+ * --vs IMPL runs a second sampler on its own copy of the same initial
+ * state, sweep for sweep interleaved with the first (so both see the same
+ * machine, other load included), and reports the ratio of the medians: on
+ * a shared machine, compare samplers only this way.
+ *
+ * Output: one line per sweep and sampler, then one JSON object with the
+ * build, the machine, every parameter, and per sampler the rate of every
+ * sweep with the min, median and max after the warm-up, the
+ * log-likelihood per token at the end, and whether the counts still match
+ * the topics (exit status 1 if not).
  */
 #include <inttypes.h>
 #include <math.h>
@@ -38,9 +47,9 @@
 
 typedef struct bench_opts {
   uint64_t tokens, chunk, seed;
-  int topics, vocab, len, gen_topics, sweeps, warmup;
+  int topics, vocab, len, gen_topics, sweeps, warmup, mh_steps;
   double alpha, beta;
-  const char *impl;
+  const char *impl, *vs;
 } bench_opts;
 
 static const strata_option bench_options[] = {
@@ -66,8 +75,16 @@ static const strata_option bench_options[] = {
      "tokens per strata_lda_sweep call, cut at document ends (0: the whole corpus)", NULL},
     {"seed", 0, STRATA_OPT_U64, offsetof(bench_opts, seed), "1", "X", 0, 0, NULL,
      "seed of the corpus and of the sampler", NULL},
-    {"impl", 0, STRATA_OPT_CHOICE, offsetof(bench_opts, impl), "fast", "I", 0, 0, "fast|plain",
-     "fast: strata_lda_sweep; plain: the textbook SparseLDA yardstick", NULL},
+    {"impl", 0, STRATA_OPT_CHOICE, offsetof(bench_opts, impl), "fast", "I", 0, 0,
+     "fast|plain|warp",
+     "fast: strata_lda_sweep; plain: the textbook SparseLDA yardstick; warp: "
+     "strata_lda_warp_sweep (Metropolis-Hastings)", NULL},
+    {"vs", 0, STRATA_OPT_CHOICE, offsetof(bench_opts, vs), "none", "I", 0, 0,
+     "none|fast|plain|warp",
+     "also run this sampler on a copy of the state, sweeps interleaved; report the ratio",
+     NULL},
+    {"mh-steps", 0, STRATA_OPT_INT, offsetof(bench_opts, mh_steps), "2", "N", 1, 64, NULL,
+     "warp: word and document proposals per token (each)", NULL},
     {NULL},
 };
 
@@ -286,7 +303,24 @@ static void sparsity(const strata_corpus *c, uint32_t K, const int32_t *ndk, con
   *doc_nnz = dsum / (double)c->n_tokens;
 }
 
-/* Whether the counts are exactly those of z (a check on both samplers). */
+/* log p(w, z) per token (Griffiths & Steyvers), as the lda app reports it. */
+static double loglik_per_token(const strata_corpus *c, uint32_t K, double alpha, double beta,
+                               const int32_t *ndk, const float *nwk, const float *nk) {
+  const double V = c->n_vocab, la = lgamma(alpha), lb = lgamma(beta);
+  double s = 0;
+  for (uint32_t d = 0; d < c->n_docs; d++) {
+    const int32_t *row = ndk + (size_t)d * K;
+    for (uint32_t k = 0; k < K; k++)
+      if (row[k] > 0) s += lgamma(row[k] + alpha) - la;
+    s += lgamma(K * alpha) - lgamma((double)(c->doc_off[d + 1] - c->doc_off[d]) + K * alpha);
+  }
+  for (size_t x = 0; x < (size_t)c->n_vocab * K; x++)
+    if (nwk[x] > 0) s += lgamma(nwk[x] + beta) - lb;
+  for (uint32_t k = 0; k < K; k++) s += lgamma(V * beta) - lgamma(nk[k] + V * beta);
+  return s / (double)c->n_tokens;
+}
+
+/* Whether the counts are exactly those of z (a check on every sampler). */
 static int consistent(const strata_corpus *c, uint32_t K, const int32_t *ndk, const float *nwk,
                       const float *nk, const uint16_t *z) {
   const size_t D = c->n_docs, V = c->n_vocab;
@@ -312,14 +346,96 @@ static int consistent(const strata_corpus *c, uint32_t K, const int32_t *ndk, co
   return ok;
 }
 
+/* One sampler and its own copy of the state. */
+typedef struct chain {
+  const char *impl;
+  int32_t *ndk;
+  float *nwk, *nk;
+  uint16_t *z;
+  strata_rng rng;
+  strata_lda_sampler *fast;
+  strata_lda_warp *warp;
+  plain pl;
+  double *rate;
+  double med, lo, hi, loglik;
+  int ok;
+} chain;
+
+static void chain_close(chain *ch) {
+  strata_lda_sampler_free(ch->fast);
+  strata_lda_warp_free(ch->warp);
+  plain_close(&ch->pl);
+  strata_free(ch->rate);
+  strata_free(ch->z);
+  strata_free(ch->nk);
+  strata_free(ch->nwk);
+  strata_free(ch->ndk);
+}
+
+static int chain_init(chain *ch, const char *impl, const strata_lda_params *prm, int steps,
+                      uint64_t seed, int sweeps, size_t D, size_t V, size_t N) {
+  const uint32_t K = prm->K;
+  memset(ch, 0, sizeof *ch);
+  ch->impl = impl;
+  ch->ndk = strata_alloc_aligned(D * K * sizeof *ch->ndk);
+  ch->nwk = strata_alloc_aligned(V * K * sizeof *ch->nwk);
+  ch->nk = strata_alloc_aligned(K * sizeof *ch->nk);
+  ch->z = strata_malloc(N * sizeof *ch->z);
+  ch->rate = strata_malloc((size_t)sweeps * sizeof *ch->rate);
+  if (!ch->ndk || !ch->nwk || !ch->nk || !ch->z || !ch->rate)
+    return strata_err_set(STRATA_ENOMEM, "out of memory");
+  strata_rng_seed(&ch->rng, strata_mix64(seed ^ 0x737765ULL));
+  if (!strcmp(impl, "plain")) {
+    if (plain_init(&ch->pl, K, (uint32_t)V, prm->alpha, prm->beta))
+      return strata_err_set(STRATA_ENOMEM, "out of memory");
+    return 0;
+  }
+  if (!strcmp(impl, "warp")) return strata_lda_warp_new(prm, (uint32_t)steps, &ch->warp);
+  return strata_lda_sampler_new(prm, &ch->fast);
+}
+
+static int chain_sweep(chain *ch, const strata_lda_token *tok, size_t N, uint64_t chunk,
+                       const uint64_t *doc_off) {
+  size_t lo = 0;
+  while (lo < N) {
+    size_t hi = chunk && lo + chunk < N ? lo + chunk : N;
+    while (hi < N && tok[hi].doc == tok[hi - 1].doc) hi++;
+    int rc = 0;
+    if (ch->warp)
+      rc = strata_lda_warp_sweep(ch->warp, tok + lo, hi - lo, ch->ndk, ch->nwk, ch->nk, ch->z,
+                                 doc_off, &ch->rng);
+    else if (ch->fast)
+      rc = strata_lda_sweep(ch->fast, tok + lo, hi - lo, ch->ndk, ch->nwk, ch->nk, ch->z, &ch->rng);
+    else
+      plain_sweep(&ch->pl, tok + lo, hi - lo, ch->ndk, ch->nwk, ch->nk, ch->z, &ch->rng);
+    if (rc) return rc;
+    lo = hi;
+  }
+  return 0;
+}
+
+static void chain_json(strata_json *j, const chain *ch, int sweeps, int from) {
+  strata_json_string(j, "impl", ch->impl);
+  strata_json_array_begin(j, "tokens_per_s");
+  for (int sw = 0; sw < sweeps; sw++) strata_json_number(j, NULL, ch->rate[sw]);
+  strata_json_array_end(j);
+  strata_json_int(j, "measured_sweeps", sweeps - from);
+  strata_json_number(j, "min_tokens_per_s", ch->lo);
+  strata_json_number(j, "median_tokens_per_s", ch->med);
+  strata_json_number(j, "max_tokens_per_s", ch->hi);
+  strata_json_number(j, "loglik_per_token", ch->loglik);
+  strata_json_bool(j, "counts_consistent", ch->ok);
+}
+
 static void usage(FILE *f, const strata_optgroup *g) {
   fprintf(f, "usage: " PROG " [options]\n"
-             "Tokens per second of the exact LDA Gibbs sampler on a corpus drawn from LDA.\n\n");
+             "Tokens per second of an LDA sampler on a corpus drawn from LDA.\n\n");
   strata_options_help(f, g, 1);
   fprintf(f, "\nExamples:\n"
              "  " PROG " --topics 100\n"
              "  " PROG " --topics 1000 --sweeps 12 --warmup 6\n"
              "  " PROG " --topics 1000 --impl plain\n"
+             "  " PROG " --topics 1000 --impl warp --vs fast\n"
              "  " PROG " --tokens 1000000 --topics 100 --chunk 20000\n");
 }
 
@@ -337,20 +453,15 @@ int main(int argc, char **argv) {
   const uint32_t K = (uint32_t)o.topics;
   if (o.alpha == 0) o.alpha = 50.0 / K;
   if (!o.gen_topics) o.gen_topics = o.topics;
-  const int plain_impl = !strcmp(o.impl, "plain");
   strata_options_echo(stdout, PROG ": ", &g, 1);
 
   int code = 1;
   strata_corpus c;
   memset(&c, 0, sizeof c);
   strata_lda_token *tok = NULL;
-  int32_t *ndk = NULL;
-  float *nwk = NULL, *nk = NULL;
-  uint16_t *z = NULL;
-  double *rate = NULL;
-  strata_lda_sampler *smp = NULL;
-  plain pl;
-  memset(&pl, 0, sizeof pl);
+  chain ch[2];
+  memset(ch, 0, sizeof ch);
+  const int n_ch = strcmp(o.vs, "none") ? 2 : 1;
 
   strata_lda_synth spec;
   strata_lda_synth_defaults(&spec);
@@ -370,19 +481,22 @@ int main(int argc, char **argv) {
          c.n_vocab, strata_now() - t0);
 
   const size_t N = (size_t)c.n_tokens, D = c.n_docs, V = c.n_vocab;
+  strata_lda_params prm = {.K = K, .V = (uint32_t)V, .alpha = o.alpha, .beta = o.beta};
   tok = strata_malloc(N * sizeof *tok);
-  ndk = strata_alloc_aligned(D * K * sizeof *ndk);
-  nwk = strata_alloc_aligned(V * K * sizeof *nwk);
-  nk = strata_alloc_aligned(K * sizeof *nk);
-  z = strata_malloc(N * sizeof *z);
-  rate = strata_malloc((size_t)o.sweeps * sizeof *rate);
-  if (!tok || !ndk || !nwk || !nk || !z || !rate) {
+  if (!tok) {
     fprintf(stderr, PROG ": out of memory\n");
     goto done;
   }
-  memset(ndk, 0, D * K * sizeof *ndk);
-  memset(nwk, 0, V * K * sizeof *nwk);
-  memset(nk, 0, K * sizeof *nk);
+  for (int x = 0; x < n_ch; x++) {
+    if ((rc = chain_init(&ch[x], x ? o.vs : o.impl, &prm, o.mh_steps, o.seed, o.sweeps, D, V, N))) {
+      fprintf(stderr, PROG ": %s\n", strata_err_msg());
+      goto done;
+    }
+  }
+  /* Every sampler starts from the same state: uniformly random topics. */
+  memset(ch[0].ndk, 0, D * K * sizeof *ch[0].ndk);
+  memset(ch[0].nwk, 0, V * K * sizeof *ch[0].nwk);
+  memset(ch[0].nk, 0, K * sizeof *ch[0].nk);
   strata_rng rng;
   strata_rng_seed(&rng, strata_mix64(o.seed ^ 0x6c6461ULL));
   for (uint32_t d = 0; d < D; d++) {
@@ -390,58 +504,58 @@ int main(int argc, char **argv) {
       uint16_t t = (uint16_t)strata_rng_below(&rng, K);
       uint32_t w = c.word[i];
       tok[i] = (strata_lda_token){.doc = d, .word = w, .slot = (uint32_t)i};
-      z[i] = t;
-      ndk[(size_t)d * K + t]++;
-      nwk[(size_t)w * K + t] += 1;
-      nk[t] += 1;
+      ch[0].z[i] = t;
+      ch[0].ndk[(size_t)d * K + t]++;
+      ch[0].nwk[(size_t)w * K + t] += 1;
+      ch[0].nk[t] += 1;
     }
   }
-
-  strata_lda_params prm = {.K = K, .V = (uint32_t)V, .alpha = o.alpha, .beta = o.beta};
-  if (plain_impl) {
-    if (plain_init(&pl, K, (uint32_t)V, o.alpha, o.beta)) {
-      fprintf(stderr, PROG ": out of memory\n");
-      goto done;
-    }
-  } else if ((rc = strata_lda_sampler_new(&prm, &smp))) {
-    fprintf(stderr, PROG ": %s\n", strata_err_msg());
-    goto done;
+  if (n_ch == 2) {
+    memcpy(ch[1].ndk, ch[0].ndk, D * K * sizeof *ch[0].ndk);
+    memcpy(ch[1].nwk, ch[0].nwk, V * K * sizeof *ch[0].nwk);
+    memcpy(ch[1].nk, ch[0].nk, K * sizeof *ch[0].nk);
+    memcpy(ch[1].z, ch[0].z, N * sizeof *ch[0].z);
   }
 
   for (int sw = 0; sw < o.sweeps; sw++) {
-    double w0 = strata_now(), c0 = strata_cpu_seconds();
-    size_t lo = 0;
-    while (lo < N) {
-      size_t hi = o.chunk && lo + o.chunk < N ? lo + o.chunk : N;
-      while (hi < N && tok[hi].doc == tok[hi - 1].doc) hi++;
-      if (plain_impl) {
-        plain_sweep(&pl, tok + lo, hi - lo, ndk, nwk, nk, z, &rng);
-      } else if ((rc = strata_lda_sweep(smp, tok + lo, hi - lo, ndk, nwk, nk, z, &rng))) {
-        fprintf(stderr, PROG ": sweep %d: %s\n", sw + 1, strata_err_msg());
+    for (int x = 0; x < n_ch; x++) {
+      double w0 = strata_now(), c0 = strata_cpu_seconds();
+      if ((rc = chain_sweep(&ch[x], tok, N, o.chunk, c.doc_off))) {
+        fprintf(stderr, PROG ": %s sweep %d: %s\n", ch[x].impl, sw + 1, strata_err_msg());
         goto done;
       }
-      lo = hi;
+      double wall = strata_now() - w0, cpu = strata_cpu_seconds() - c0;
+      ch[x].rate[sw] = (double)N / wall;
+      double wn, dn;
+      sparsity(&c, K, ch[x].ndk, ch[x].nwk, &wn, &dn);
+      printf(PROG ": sweep %d %s: %.3f M tokens/s (%.3f s wall, %.3f s cpu), word nnz %.1f, doc "
+             "nnz %.1f\n",
+             sw + 1, ch[x].impl, ch[x].rate[sw] / 1e6, wall, cpu, wn, dn);
+      fflush(stdout);
     }
-    double wall = strata_now() - w0, cpu = strata_cpu_seconds() - c0;
-    rate[sw] = (double)N / wall;
-    double wn, dn;
-    sparsity(&c, K, ndk, nwk, &wn, &dn);
-    printf(PROG ": sweep %d: %.3f M tokens/s (%.3f s wall, %.3f s cpu), word nnz %.1f, doc nnz "
-           "%.1f\n",
-           sw + 1, rate[sw] / 1e6, wall, cpu, wn, dn);
-    fflush(stdout);
   }
   int from = o.sweeps > o.warmup ? o.warmup : 0;
-  double med = strata_median(rate + from, o.sweeps - from), lo = rate[from], hi = rate[from];
-  for (int sw = from; sw < o.sweeps; sw++) {
-    if (rate[sw] < lo) lo = rate[sw];
-    if (rate[sw] > hi) hi = rate[sw];
+  code = 0;
+  for (int x = 0; x < n_ch; x++) {
+    chain *h = &ch[x];
+    h->med = strata_median(h->rate + from, o.sweeps - from);
+    h->lo = h->hi = h->rate[from];
+    for (int sw = from; sw < o.sweeps; sw++) {
+      if (h->rate[sw] < h->lo) h->lo = h->rate[sw];
+      if (h->rate[sw] > h->hi) h->hi = h->rate[sw];
+    }
+    h->loglik = loglik_per_token(&c, K, o.alpha, o.beta, h->ndk, h->nwk, h->nk);
+    h->ok = consistent(&c, K, h->ndk, h->nwk, h->nk, h->z);
+    if (!h->ok) {
+      fprintf(stderr, PROG ": %s: the counts do not match the topics after the sweeps\n", h->impl);
+      code = 1;
+    }
+    printf(PROG ": %s: median %.3f M tokens/s (min %.3f, max %.3f), loglik/token %.4f\n", h->impl,
+           h->med / 1e6, h->lo / 1e6, h->hi / 1e6, h->loglik);
   }
-  const int ok = consistent(&c, K, ndk, nwk, nk, z);
-  if (!ok) fprintf(stderr, PROG ": the counts do not match the topics after the sweeps\n");
+  if (n_ch == 2) printf(PROG ": %s / %s = %.3f\n", ch[0].impl, ch[1].impl, ch[0].med / ch[1].med);
   strata_json j;
   bench_json_begin(&j, "lda_sampler");
-  strata_json_string(&j, "impl", o.impl);
   strata_json_int(&j, "tokens", (int64_t)N);
   strata_json_int(&j, "docs", (int64_t)D);
   strata_json_int(&j, "vocab", (int64_t)V);
@@ -454,25 +568,18 @@ int main(int argc, char **argv) {
   strata_json_int(&j, "warmup", o.warmup);
   strata_json_int(&j, "chunk", (int64_t)o.chunk);
   strata_json_int(&j, "seed", (int64_t)o.seed);
-  strata_json_array_begin(&j, "tokens_per_s");
-  for (int sw = 0; sw < o.sweeps; sw++) strata_json_number(&j, NULL, rate[sw]);
-  strata_json_array_end(&j);
-  strata_json_int(&j, "measured_sweeps", o.sweeps - from);
-  strata_json_number(&j, "min_tokens_per_s", lo);
-  strata_json_number(&j, "median_tokens_per_s", med);
-  strata_json_number(&j, "max_tokens_per_s", hi);
-  strata_json_bool(&j, "counts_consistent", ok);
+  strata_json_int(&j, "mh_steps", o.mh_steps);
+  chain_json(&j, &ch[0], o.sweeps, from);
+  if (n_ch == 2) {
+    strata_json_object_begin(&j, "vs");
+    chain_json(&j, &ch[1], o.sweeps, from);
+    strata_json_object_end(&j);
+    strata_json_number(&j, "ratio", ch[0].med / ch[1].med);
+  }
   strata_json_object_end(&j);
-  code = ok ? 0 : 1;
 
 done:
-  strata_lda_sampler_free(smp);
-  plain_close(&pl);
-  strata_free(rate);
-  strata_free(z);
-  strata_free(nk);
-  strata_free(nwk);
-  strata_free(ndk);
+  for (int x = 0; x < 2; x++) chain_close(&ch[x]);
   strata_free(tok);
   strata_corpus_close(&c);
   return code;

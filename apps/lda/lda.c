@@ -13,9 +13,12 @@
  *  - data block (i, j): the tokens of block i's documents whose words are in
  *    block j, chunk by chunk (the word rows of one pipeline chunk), by
  *    document inside a chunk so the sampler's document bucket is reused.
- * Worker: each chunk is one sweep of the exact sampler (strata/apps/lda.h) with
- * a random stream drawn from (seed, pass, data block, chunk), so results do
- * not depend on the number of workers except through the topic totals.
+ * Worker: each chunk is one sweep of the sampler (strata/apps/lda.h: the
+ * exact one, or with --sampler warp the Metropolis-Hastings one, which
+ * reaches the document's other slots through the resident block's lengths)
+ * with a random stream drawn from (seed, pass, data block, chunk), so
+ * results do not depend on the number of workers except through the topic
+ * totals.
  */
 #include <math.h>
 #include <stddef.h>
@@ -30,8 +33,8 @@
 #include "apps/lda/lda_app.h"
 
 typedef struct lda_config {
-  const char *data, *format, *vocab;
-  int topics, top;
+  const char *data, *format, *vocab, *sampler;
+  int topics, top, mh_steps;
   double alpha, beta;
 } lda_config;
 
@@ -40,6 +43,7 @@ typedef struct lda_config {
  * which the count checks compare the word-topic rows against. */
 typedef struct lda_meta {
   uint32_t K, V, depth, B;
+  uint32_t warp, mh_steps; /* --sampler warp, --mh-steps */
   double alpha, beta;
   uint64_t n_tokens;
   uint32_t n_docs, n_vocab_used;
@@ -95,6 +99,11 @@ static const strata_option lda_options[] = {
      "symmetric document-topic prior; 0 = 50 / K", NULL},
     {"beta", 0, STRATA_OPT_DOUBLE, OPT(beta), "0.01", "B", 1e-9, 1e6, NULL,
      "symmetric topic-word prior", NULL},
+    {"sampler", 0, STRATA_OPT_CHOICE, OPT(sampler), "exact", "S", 0, 0, "exact|warp",
+     "exact: collapsed Gibbs (SparseLDA); warp: Metropolis-Hastings, O(1) per token at any K, "
+     "more passes to the same likelihood", NULL},
+    {"mh-steps", 0, STRATA_OPT_INT, OPT(mh_steps), "2", "N", 1, 64, NULL,
+     "with --sampler warp: word and document proposals per token (each)", NULL},
     {"top", 0, STRATA_OPT_INT | STRATA_OPT_RESUMABLE, OPT(top), "10", "N", 1, 1000, NULL,
      "words per topic in --topics-out", NULL},
     {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
@@ -394,6 +403,8 @@ static int lda_load(const void *vcfg, const strata_setup *setup, strata_problem 
                      .V = pv->V,
                      .depth = (uint32_t)depth,
                      .B = (uint32_t)B,
+                     .warp = strcmp(cfg->sampler, "warp") == 0,
+                     .mh_steps = (uint32_t)cfg->mh_steps,
                      .alpha = cfg_alpha(cfg),
                      .beta = cfg->beta,
                      .n_tokens = c.n_tokens,
@@ -441,6 +452,9 @@ typedef struct lda_worker {
   uint32_t *woff, *wcount; /* see lda_meta */
   int32_t *recount;        /* K: a document's topics recounted from z */
   strata_lda_sampler *sampler;
+  strata_lda_warp *warp;
+  uint64_t *doc_off; /* warp: first slot of each document of a resident block */
+  size_t doc_off_cap;
   uint64_t seed;
 } lda_worker;
 
@@ -448,6 +462,8 @@ static void lda_worker_free(void *state) {
   lda_worker *w = state;
   if (!w) return;
   strata_lda_sampler_free(w->sampler);
+  strata_lda_warp_free(w->warp);
+  strata_free(w->doc_off);
   strata_free(w->woff);
   strata_free(w->recount);
   strata_free(w);
@@ -475,7 +491,9 @@ static int lda_worker_init(const void *vcfg, const strata_setup *setup, const vo
   w->wcount = w->woff + m->B + 1;
   w->seed = setup->seed;
   strata_lda_params p = {.K = m->K, .V = m->V, .alpha = m->alpha, .beta = m->beta};
-  if ((rc = strata_lda_sampler_new(&p, &w->sampler))) goto fail;
+  if (m->warp) rc = strata_lda_warp_new(&p, m->mh_steps, &w->warp);
+  else rc = strata_lda_sampler_new(&p, &w->sampler);
+  if (rc) goto fail;
   *state = w;
   return 0;
 fail:
@@ -500,8 +518,22 @@ static int lda_compute(void *state, const strata_task_view *tv, double *partials
   strata_rng_seed(&rng, strata_mix64(w->seed ^ strata_mix64(((uint64_t)tv->pass << 40) ^
                                                            ((uint64_t)tv->ids.data << 12) ^
                                                            (uint64_t)tv->chunk)));
-  int rc = strata_lda_sweep(w->sampler, tok + lo, hi - lo, r.ndk, tv->rotating->buf,
-                            tv->global->buf, r.z, &rng);
+  int rc;
+  if (w->warp) {
+    /* A document's slots follow the previous one's (see lda_load). */
+    const uint32_t nd = r.h->n_docs;
+    uint64_t *doff = strata_grow(w->doc_off, (size_t)nd + 1, &w->doc_off_cap, SIZE_MAX / 8,
+                                 sizeof *doff);
+    if (!doff) return strata_err_set(STRATA_ENOMEM, "lda: out of memory");
+    w->doc_off = doff;
+    doff[0] = 0;
+    for (uint32_t d = 0; d < nd; d++) doff[d + 1] = doff[d] + r.len[d];
+    rc = strata_lda_warp_sweep(w->warp, tok + lo, hi - lo, r.ndk, tv->rotating->buf,
+                               tv->global->buf, r.z, doff, &rng);
+  } else {
+    rc = strata_lda_sweep(w->sampler, tok + lo, hi - lo, r.ndk, tv->rotating->buf,
+                          tv->global->buf, r.z, &rng);
+  }
   if (rc) return rc;
   partials[P_TOKENS] += (double)(hi - lo);
   return 0;
@@ -610,6 +642,8 @@ static void lda_describe(const void *vcfg, const strata_problem *prob, strata_js
   strata_json_int(j, "topics", cfg->topics);
   strata_json_number(j, "alpha", cfg_alpha(cfg));
   strata_json_number(j, "beta", cfg->beta);
+  strata_json_string(j, "sampler", cfg->sampler);
+  if (!strcmp(cfg->sampler, "warp")) strata_json_int(j, "mh_steps", cfg->mh_steps);
   strata_json_int(j, "docs", m ? m->n_docs : 0);
   strata_json_int(j, "vocab", m ? m->V : 0);
   strata_json_int(j, "tokens", (int64_t)prob->n_examples);
@@ -619,14 +653,17 @@ const strata_app strata_app_lda = {
     .name = "lda",
     .memory_hint = "lower --topics",
     .flags = STRATA_APP_ADDITIVE,
-    .summary = "topic modelling by collapsed Gibbs sampling (exact sparse sampler)",
+    .summary = "topic modelling on the collapsed posterior (exact sparse Gibbs sampler, or "
+               "Metropolis-Hastings with --sampler warp)",
     .unit = "tokens",
     .examples =
         "  mpirun -np 3 strata lda --data ../shared/data/uci-bow-kos/docword.kos.txt.gz \\\n"
         "      --vocab ../shared/data/uci-bow-kos/vocab.kos.txt --topics 100 --passes 50\n"
         "  mpirun -np 3 strata lda --data ../shared/data/lda-c-ap/ap.dat \\\n"
         "      --vocab ../shared/data/lda-c-ap/vocab.txt --topics-out ap-topics\n"
-        "  strata lda --mode serial --data synth:docs=2000,len=100,vocab=5000,topics=20\n",
+        "  strata lda --mode serial --data synth:docs=2000,len=100,vocab=5000,topics=20\n"
+        "  mpirun -np 3 strata lda --data ../shared/data/uci-bow-kos/docword.kos.txt.gz \\\n"
+        "      --topics 1000 --sampler warp --passes 100\n",
     .options = lda_options,
     /* Gibbs sampling loses more to counts a pass old than SGD does: clocks
      * of a quarter pass keep ssp's s = 1 within half a pass. */

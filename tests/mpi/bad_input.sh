@@ -100,6 +100,7 @@ case $CASE in
   lda-missing-file) WANT=1 MSG="missing.dat: cannot open" ARGS=(--data missing.dat) ;;
   lda-bad-synth) WANT=2 MSG="--data synth: bad value 'x' for 'docs'" ARGS=(--data synth:docs=x) ;;
   lda-topics-zero) WANT=2 MSG="--topics" ARGS=(--topics 0) ;;
+  lda-bad-sampler) WANT=2 MSG="--sampler: 'foo' is not one of exact|warp" ARGS=(--sampler foo) ;;
   # Memory before work: a model too large for the host is refused after
   # loading, before any block is shipped (--mem-limit stands for a small
   # host), naming the estimate and what to change.

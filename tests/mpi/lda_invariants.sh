@@ -10,7 +10,8 @@
 #    table's pure snapshot at its last clock, which holds exactly the word
 #    and total counts of every worker's sweeps up to that pass;
 #  - the log-likelihood per token improves from pass 1 to the last;
-#  - tokens_per_s and the per-pass fields are in the metrics.
+#  - tokens_per_s and the per-pass fields are in the metrics, and the
+#    sampler (--sampler, exact unless given).
 . "$(dirname "$0")/common.sh"
 
 NP=$1 MODE=$2; shift 2
@@ -39,4 +40,11 @@ ok "loglik per token improved"
 [ "$(json m.json "m['tokens_per_s'] > 0 and m['tokens'] == m['examples'] and m['time_per_pass_s'] > 0")" = true ] ||
   fail "tokens_per_s / tokens / time_per_pass_s missing"
 ok "tokens/s $(json m.json "round(m['tokens_per_s'])"), time per pass $(json m.json "m['time_per_pass_s']")"
+sampler=exact
+for ((a = 1; a < $#; a++)); do
+  b=$((a + 1))
+  [ "${!a}" = --sampler ] && sampler=${!b}
+done
+[ "$(json m.json "m['sampler']")" = "$sampler" ] || fail "the metrics' sampler is not $sampler"
+ok "sampler $sampler in the metrics"
 echo PASS

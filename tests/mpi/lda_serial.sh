@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# lda_serial.sh: LDA with one worker runs the same load, schedule and
+# lda_serial.sh [FLAGS...]: LDA with one worker runs the same load, schedule and
 # sampler streams as --mode serial, so scheduled P = 1 and bsp P = 1 must
 # agree with serial bit for bit: the exported word-topic counts, the
 # doc-topic proportions, the top words and every objective in the metrics.
 . "$(dirname "$0")/common.sh"
 
 flags=(lda --data "synth:docs=300,len=40,vocab=600,topics=8,seed=5" --topics 8 --passes 4
-       --strata 2 --seed 13 -q)
+       --strata 2 --seed 13 -q "$@")
 echo "flags: ${flags[*]}"
 timeout "$RUN_LIMIT" "$STRATA" "${flags[@]}" --mode serial --metrics-out serial.json \
   --topics-out serial >serial.log 2>&1
