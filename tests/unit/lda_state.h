@@ -228,4 +228,18 @@ static inline size_t find_token(const state *s, int w) {
   return 0;
 }
 
+/* Parameters every sampler must refuse with STRATA_EINVAL. */
+static const strata_lda_params lda_bad_params[] = {
+    {.K = 0, .V = 10, .alpha = 0.1, .beta = 0.01},
+    {.K = 65536, .V = 10, .alpha = 0.1, .beta = 0.01},
+    {.K = 10, .V = 0, .alpha = 0.1, .beta = 0.01},
+    {.K = 10, .V = 10, .alpha = 0, .beta = 0.01},
+    {.K = 10, .V = 10, .alpha = -1, .beta = 0.01},
+    {.K = 10, .V = 10, .alpha = NAN, .beta = 0.01},
+    {.K = 10, .V = 10, .alpha = INFINITY, .beta = 0.01},
+    {.K = 10, .V = 10, .alpha = 0.1, .beta = 0},
+    {.K = 10, .V = 10, .alpha = 0.1, .beta = -0.5},
+    {.K = 10, .V = 10, .alpha = 0.1, .beta = NAN},
+};
+
 #endif

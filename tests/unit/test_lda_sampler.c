@@ -471,21 +471,9 @@ static void test_erange(void **st) {
 static void test_bad_params(void **st) {
   (void)st;
   strata_lda_sampler *smp = (strata_lda_sampler *)&smp;
-  const strata_lda_params bad[] = {
-      {.K = 0, .V = 10, .alpha = 0.1, .beta = 0.01},
-      {.K = 65536, .V = 10, .alpha = 0.1, .beta = 0.01},
-      {.K = 10, .V = 0, .alpha = 0.1, .beta = 0.01},
-      {.K = 10, .V = 10, .alpha = 0, .beta = 0.01},
-      {.K = 10, .V = 10, .alpha = -1, .beta = 0.01},
-      {.K = 10, .V = 10, .alpha = NAN, .beta = 0.01},
-      {.K = 10, .V = 10, .alpha = INFINITY, .beta = 0.01},
-      {.K = 10, .V = 10, .alpha = 0.1, .beta = 0},
-      {.K = 10, .V = 10, .alpha = 0.1, .beta = -0.5},
-      {.K = 10, .V = 10, .alpha = 0.1, .beta = NAN},
-  };
-  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+  for (size_t i = 0; i < sizeof lda_bad_params / sizeof *lda_bad_params; i++) {
     strata_err_clear();
-    assert_int_equal(strata_lda_sampler_new(&bad[i], &smp), STRATA_EINVAL);
+    assert_int_equal(strata_lda_sampler_new(&lda_bad_params[i], &smp), STRATA_EINVAL);
     assert_null(smp);
     assert_true(strlen(strata_err_msg()) > 0);
     smp = (strata_lda_sampler *)&smp;
