@@ -19,8 +19,8 @@
  * The defaults (AdaGrad, lr 0.08, decay 0.4, lambda 0.05, lambda_bias
  * 0.05, init_scale 0.1) come from bench/mf_tune.sh: the best of its grid by
  * validation RMSE on a split of MovieLens 100K's ua.base at k = 100,
- * checked on the 10M synthetic set (bench/README.md, "Default learning
- * settings").
+ * checked on the 10M synthetic set (bench/README.md, "MF per core, time
+ * to quality, default settings").
  */
 #ifndef STRATA_MF_H
 #define STRATA_MF_H
