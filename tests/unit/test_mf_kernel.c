@@ -463,7 +463,7 @@ static void check_groups(sgd_fn sgd, int f) {
   enum { NU = 60, NI = 40, CAP = 600 };
   strata_rng rng;
   strata_rng_seed(&rng, g_seed ^ 0x9e37);
-  const int ks[] = {1, 8, 13, 32, 100};
+  const int ks[] = {1, 8, 13, 32, 100, 200};
   for (size_t kx = 0; kx < sizeof ks / sizeof ks[0]; kx++)
     for (int rule = 0; rule < 4; rule++) {
       int k = ks[kx], kpad = strata_mf_kpad(k);
