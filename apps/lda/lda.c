@@ -453,8 +453,9 @@ typedef struct lda_worker {
   int32_t *recount;        /* K: a document's topics recounted from z */
   strata_lda_sampler *sampler;
   strata_lda_warp *warp;
-  uint64_t *doc_off; /* warp: first slot of each document of a resident block */
+  uint64_t *doc_off; /* warp: first slot of each document of resident block doc_off_of */
   size_t doc_off_cap;
+  int32_t doc_off_of; /* INT32_MIN: none yet */
   uint64_t seed;
 } lda_worker;
 
@@ -491,6 +492,7 @@ static int lda_worker_init(const void *vcfg, const strata_setup *setup, const vo
   w->wcount = w->woff + m->B + 1;
   w->seed = setup->seed;
   strata_lda_params p = {.K = m->K, .V = m->V, .alpha = m->alpha, .beta = m->beta};
+  w->doc_off_of = INT32_MIN;
   if (m->warp) rc = strata_lda_warp_new(&p, m->mh_steps, &w->warp);
   else rc = strata_lda_sampler_new(&p, &w->sampler);
   if (rc) goto fail;
@@ -520,16 +522,21 @@ static int lda_compute(void *state, const strata_task_view *tv, double *partials
                                                            (uint64_t)tv->chunk)));
   int rc;
   if (w->warp) {
-    /* A document's slots follow the previous one's (see lda_load). */
-    const uint32_t nd = r.h->n_docs;
-    uint64_t *doff = strata_grow(w->doc_off, (size_t)nd + 1, &w->doc_off_cap, SIZE_MAX / 8,
-                                 sizeof *doff);
-    if (!doff) return strata_err_set(STRATA_ENOMEM, "lda: out of memory");
-    w->doc_off = doff;
-    doff[0] = 0;
-    for (uint32_t d = 0; d < nd; d++) doff[d + 1] = doff[d] + r.len[d];
+    /* A document's slots follow the previous one's (see lda_load); the
+     * lengths never change, so the offsets are built when the worker moves
+     * to another resident block, not for every chunk. */
+    if (w->doc_off_of != tv->ids.resident) {
+      const uint32_t nd = r.h->n_docs;
+      uint64_t *doff = strata_grow(w->doc_off, (size_t)nd + 1, &w->doc_off_cap, SIZE_MAX / 8,
+                                   sizeof *doff);
+      if (!doff) return strata_err_set(STRATA_ENOMEM, "lda: out of memory");
+      w->doc_off = doff;
+      doff[0] = 0;
+      for (uint32_t d = 0; d < nd; d++) doff[d + 1] = doff[d] + r.len[d];
+      w->doc_off_of = tv->ids.resident;
+    }
     rc = strata_lda_warp_sweep(w->warp, tok + lo, hi - lo, r.ndk, tv->rotating->buf,
-                               tv->global->buf, r.z, doff, &rng);
+                               tv->global->buf, r.z, w->doc_off, &rng);
   } else {
     rc = strata_lda_sweep(w->sampler, tok + lo, hi - lo, r.ndk, tv->rotating->buf,
                           tv->global->buf, r.z, &rng);
