@@ -80,7 +80,7 @@ for r in $(seq 1 "$R"); do
 done
 cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
 python3 - "$OUT" "$R" "$PASSES" "${STRATA_TTQ_TARGET:-}" "$cpu" "$TR" <<'PY'
-import glob, json, os, statistics, sys
+import json, os, shutil, statistics, subprocess, sys
 out, R, P, target_env, cpu, train = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
 med = statistics.median
 def load(name):
@@ -205,9 +205,6 @@ open(f"{out}/ttq.gp", "w").write(
     "set key outside right top\nset logscale x\n"
     f"set title 'MF time to quality, k = 100 ({cpu})'\nset xlabel 'training seconds'\n"
     "set ylabel 'test RMSE'\nplot " + ", ".join(cmds) + "\n")
-import shutil
-if shutil.which("gnuplot"):
-    subprocess_ok = os.system(f"cd '{out}' && gnuplot ttq.gp") == 0
-    if not subprocess_ok:
-        print("mf_ttq: gnuplot failed; ttq.gp and its .dat files are in " + out, file=sys.stderr)
+if shutil.which("gnuplot") and subprocess.run(["gnuplot", "ttq.gp"], cwd=out).returncode != 0:
+    print("mf_ttq: gnuplot failed; ttq.gp and its .dat files are in " + out, file=sys.stderr)
 PY
