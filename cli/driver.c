@@ -53,7 +53,7 @@ static const strata_option disrupt_keys[] = {
     {"slot", 0, STRATA_OPT_INT, EOPT(eng.disrupt_slot_ms), NULL, "MS", 1, 3600000, NULL, NULL, NULL},
     {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
 
-#define N_ENGINE_OPTS 23
+#define N_ENGINE_OPTS 25
 /* Options that do not change what a run computes: a resume may change them. */
 #define R STRATA_OPT_RESUMABLE
 
@@ -130,6 +130,11 @@ static void engine_table_init(engine_table *t, const strata_app_defaults *d) {
       {"mem-limit", 0, STRATA_OPT_DOUBLE | R, EOPT(mem_limit_gb), "0", "GB", 0, 1e9, NULL,
        "refuse a run whose ranks on one host would need more memory than this (0: what each "
        "host has available, measured at the start)", NULL},
+      {"status", 0, STRATA_OPT_STRING | R, EOPT(eng.status_addr), NULL, "HOST:PORT", 0, 0, NULL,
+       "serve the run live over HTTP: / (a page), /metrics (Prometheus), /status.json; port 0 "
+       "picks a free one; the URL is printed at the start, also with -q", NULL},
+      {"status-linger", 0, STRATA_OPT_DOUBLE | R, EOPT(eng.status_linger), "0", "SECONDS", 0, 1e6,
+       NULL, "keep serving --status this long after the run ends, for a last scrape", NULL},
       {"quiet", 'q', STRATA_OPT_FLAG | R, EOPT(quiet), NULL, NULL, 0, 0, NULL,
        "no configuration echo or progress, errors only", NULL},
       {"verbose", 'v', STRATA_OPT_FLAG | R, EOPT(verbose), NULL, NULL, 0, 0, NULL, "debug messages", NULL},
@@ -218,6 +223,13 @@ static void print_lost(void *ud, const char *msg, int report) {
   if (report) fprintf(stderr, "%s: %s\n", d->prog, msg);
 }
 
+/* The live status's address (strata_engine_opts.on_status), printed even
+ * with -q: with port 0 it is the only way to learn the port. */
+static void print_status_url(void *ud, const char *url) {
+  const strata__driver *d = ud;
+  fprintf(stderr, "%s: live status at %s\n", d->prog, url);
+}
+
 static int exit_code(int rc) {
   return rc == 0 ? 0 : rc == STRATA_EUSAGE ? 2 : rc == STRATA_EDIVERGED ? 3 : 1;
 }
@@ -235,6 +247,8 @@ static int engine_resolve(cli_opts *co) {
   e->checkpoint_every = e->checkpoint_dir ? co->checkpoint_every.value : 0;
   e->stall_timeout = co->stall_timeout.given ? co->stall_timeout.value : 0;
   e->mem_limit = (uint64_t)(co->mem_limit_gb * 1e9);
+  if (e->status_linger > 0 && !e->status_addr)
+    return strata_err_set(STRATA_EUSAGE, "--status-linger needs --status HOST:PORT");
   int rc = strata_engine_resolve(e, co->staleness.given, co->wpc.given, prefetch_given);
   if (rc) return rc;
   if (e->score_view && !strata_mode_is_ps(e->mode))
@@ -308,6 +322,10 @@ int strata__driver_main(const strata_app *app, const strata__driver *d, int argc
   co.eng.progress = !co.quiet;
   co.eng.on_lost = print_lost;
   co.eng.on_lost_ud = (void *)d;
+  co.eng.on_status = print_status_url;
+  co.eng.on_status_ud = (void *)d;
+  co.eng.argv = (const char *const *)full_argv;
+  co.eng.argc = full_argc;
   if ((rc = engine_resolve(&co))) goto out;
   if ((rc = run_settings(&co, groups, &settings, &co.eng.n_settings))) goto out;
   co.eng.settings = (const char *const *)settings;
@@ -382,6 +400,8 @@ out:
     fflush(NULL);
     strata_comm_abort(&t, exit_code(rc));
   }
+  fflush(NULL);
+  strata_engine_status_close(&result, rc);
   strata_run_result_close(&result);
   strata_free(settings);
   strata_free(cfg);

@@ -7,24 +7,20 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "engine/engine.h"
 #include "strata/core.h"
 #include "strata/engine.h"
 #include "strata/version.h"
 #include "strata_build_info.h"
 
-void strata_run_result_close(strata_run_result *r) {
-  strata_free(r->per_pass);
-  strata_free(r->per_pass_worker);
-  strata_free(r->worker_total);
-  strata_free(r->sfb_topology);
-  strata_problem_close(&r->problem);
-  memset(r, 0, sizeof *r);
-}
-
 typedef struct metrics_args {
   const strata_run_result *r;
+  int done;
   const char *const *argv;
   int argc;
+  int describe; /* the problem is loaded: the app may describe it */
+  void (*extra)(strata_json *j, void *ud);
+  void *ud;
 } metrics_args;
 
 /* Clock differentials (data age - reader clock) of the reads in s. */
@@ -173,7 +169,7 @@ static int fill(FILE *f, void *ud) {
     strata_json_int(&j, "slot_ms", o->disrupt_slot_ms);
     strata_json_object_end(&j);
   }
-  if (app->describe) app->describe(r->cfg, &r->problem, &j);
+  if (app->describe && a->describe) app->describe(r->cfg, &r->problem, &j);
   strata_json_int(&j, "examples", (int64_t)r->n_examples);
   strata_json_number(&j, "load_s", r->load_s);
   strata_json_number(&j, "setup_s", r->setup_s);
@@ -211,21 +207,22 @@ static int fill(FILE *f, void *ud) {
     strata_json_number(&j, "write_s", r->checkpoint_s);
     strata_json_object_end(&j);
   }
+  if (a->extra) a->extra(&j, a->ud);
   if (is_ps) {
     /* Over every pass and worker: the ESSP paper's staleness profile. */
     strata_worker_stats sum;
     memset(&sum, 0, sizeof sum);
-    for (int w = 0; w < r->workers; w++) add_diffs(&sum, &r->worker_total[w]);
+    for (int w = 0; w < r->workers && r->worker_total; w++) add_diffs(&sum, &r->worker_total[w]);
     write_diffs(&j, "clock_diff", &sum);
   }
   if (sfb) {
     strata_worker_stats sum;
     memset(&sum, 0, sizeof sum);
-    for (int w = 0; w < r->workers; w++) add_delays(&sum, &r->worker_total[w]);
+    for (int w = 0; w < r->workers && r->worker_total; w++) add_delays(&sum, &r->worker_total[w]);
     write_delays(&j, &sum);
   }
   strata_json_array_begin(&j, "per_pass");
-  for (int p = 0; p < r->passes; p++) {
+  for (int p = 0; p < a->done; p++) {
     const strata_pass_stats *ps = &r->per_pass[p];
     strata_json_object_begin(&j, NULL);
     strata_json_int(&j, "pass", ps->pass);
@@ -276,7 +273,7 @@ static int fill(FILE *f, void *ud) {
   }
   strata_json_array_end(&j);
   strata_json_array_begin(&j, "workers_total");
-  for (int w = 0; w < r->workers; w++) {
+  for (int w = 0; w < r->workers && r->worker_total; w++) {
     strata_json_object_begin(&j, NULL);
     strata_json_int(&j, "worker", w);
     write_worker(&j, &r->worker_total[w], sfb);
@@ -309,6 +306,13 @@ static int fill(FILE *f, void *ud) {
 
 int strata_metrics_write(const char *path, const strata_run_result *r, const char *const *argv,
                          int argc) {
-  metrics_args a = {r, argv, argc};
+  metrics_args a = {r, r->passes, argv, argc, 1, NULL, NULL};
   return strata_write_atomic(path, fill, &a);
+}
+
+int strata__metrics_render(FILE *f, const strata_run_result *r, int done, const char *const *argv,
+                           int argc, int describe, void (*extra)(strata_json *j, void *ud),
+                           void *ud) {
+  metrics_args a = {r, done, argv, argc, describe, extra, ud};
+  return fill(f, &a);
 }

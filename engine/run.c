@@ -11,6 +11,7 @@
 #include "comm/live.h"
 #include "core/wait.h"
 #include "engine/engine.h"
+#include "engine/status.h"
 #include "scheduler/coordinator.h"
 #include "strata/core.h"
 #include "worker/sfb_topology.h"
@@ -96,6 +97,12 @@ int strata_engine_run(const strata_app *app, void *cfg, const strata_engine_opts
   strata_engine_setup(app, opts, P, -1, &run.setup);
   double cpu0 = strata_cpu_seconds(), wall0 = strata_now();
   int rc = check_run(app, opts, serial);
+  /* The live status listens before any work: a port in use costs nothing. */
+  if (!rc && opts->status_addr) {
+    rc = strata__status_open(opts->status_addr, app, opts, P);
+    if (!rc && opts->on_status) opts->on_status(opts->on_status_ud, strata__status_url());
+    run.view = strata__status_view();
+  }
   if (!rc && opts->mode == STRATA_MODE_SFB) rc = sfb_topology(opts, P, result);
   if (rc) {
     if (!serial) strata__coordinator_fail(t, rc);
@@ -106,6 +113,7 @@ int strata_engine_run(const strata_app *app, void *cfg, const strata_engine_opts
   if (!serial && !result->workers_done && !result->peers_blocked) strata__live_stop();
   result->coordinator_cpu_s = strata_cpu_seconds() - cpu0;
   result->coordinator_wall_s = strata_now() - wall0;
+  strata__status_end(result, rc);
   /* The result keeps the problem for describe() and the caller; training
    * data is no longer needed. */
   strata_problem *p = &result->problem;
@@ -131,6 +139,21 @@ static int poll_verdict(void *ctx, int *done, int *progressed) {
   *progressed = (c->rq[0].h != 0) + (c->rq[1].h != 0) < had;
   *done = !c->rq[0].h || (!c->rq[1].h && !c->answered);
   return rc;
+}
+
+void strata_run_result_close(strata_run_result *r) {
+  strata__status_close(0);
+  strata_free(r->per_pass);
+  strata_free(r->per_pass_worker);
+  strata_free(r->worker_total);
+  strata_free(r->sfb_topology);
+  strata_problem_close(&r->problem);
+  memset(r, 0, sizeof *r);
+}
+
+void strata_engine_status_close(const strata_run_result *r, int rc) {
+  if (rc) strata__status_end(r, rc);
+  strata__status_close(strata__status_linger());
 }
 
 int strata_engine_finish(strata_transport *t, int rc) {

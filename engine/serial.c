@@ -27,7 +27,7 @@ int strata__serial_run(const strata__run *run, strata_run_result *result) {
   memset(&ck, 0, sizeof ck);
   strata__agg agg = {.app = app, .cfg = run->cfg, .opts = opts, .setup = run->setup,
                      .prob = p, .res = result, .lag = run->lag,
-                     .summed = strata__ckpt_summed, .summed_ud = &ck};
+                     .summed = strata__ckpt_summed, .summed_ud = &ck, .view = run->view};
   strata__worker w;
   memset(&w, 0, sizeof w);
   strata__disrupt *dis = NULL;
@@ -58,6 +58,7 @@ int strata__serial_run(const strata__run *run, strata_run_result *result) {
   w.global = p->global.len ? &p->global : NULL;
   rc = app->worker_init(run->cfg, &w.setup, p->meta, p->meta_len, &w.state);
   strata__agg_start(&agg);
+  if (!rc && run->view) run->view->phase(run->view->ud, STRATA__PHASE_RUNNING, &agg);
   if (!rc && opts->disrupt_prob > 0)
     rc = strata__disrupt_start(opts->disrupt_prob, opts->disrupt_slot_ms, opts->seed * 1000003u, &dis);
   if (!rc) rc = strata__agg_decide_first(&agg);

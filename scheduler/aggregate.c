@@ -166,6 +166,7 @@ int strata__agg_report(void *ud, const pass_report *rep) {
                c->setup.passes, ps->time_s, rate,
                ps->time_s > 0 ? 100.0 * ps->wait_s / ps->time_s : 0.0, obj);
   }
+  if (c->view) c->view->summed(c->view->ud, c, pi);
   /* A diverged run keeps its last good checkpoint. */
   if (c->summed && !c->diverged_pass) return c->summed(c->summed_ud, c, pi);
   return 0;
@@ -194,12 +195,8 @@ static double window_pass(const strata_run_result *r, int N, int P) {
   return best;
 }
 
-static void finish_result(strata__agg *c) {
-  strata_run_result *r = c->res;
-  r->n_examples = c->prob->n_examples;
-  r->wall_s = strata_now() - c->t_train0 + c->wall_before;
-  r->coordinator_train_cpu_s = strata_cpu_seconds() - c->cpu_train0 + c->cpu_before;
-  int N = c->setup.passes;
+/* The summary figures of r over its first N passes (N >= 1). */
+static void summarise(strata_run_result *r, int N, int P) {
   double *times = strata_malloc((size_t)N * sizeof *times);
   if (times) {
     for (int i = 0; i < N; i++) times[i] = r->per_pass[i].time_s;
@@ -210,15 +207,37 @@ static void finish_result(strata__agg *c) {
   strata_free(times);
   int first = N > 1 ? 1 : 0;
   r->mean_pass_s = 0;
-  for (int w = 0; w < c->setup.workers; w++) {
+  for (int w = 0; w < P; w++) {
     double sum = 0;
-    for (int i = first; i < N; i++) sum += r->per_pass_worker[(size_t)i * (size_t)c->setup.workers + (size_t)w].time_s;
+    for (int i = first; i < N; i++) sum += r->per_pass_worker[(size_t)i * (size_t)P + (size_t)w].time_s;
     if (sum / (N - first) > r->mean_pass_s) r->mean_pass_s = sum / (N - first);
   }
-  r->window_pass_s = window_pass(r, N, c->setup.workers);
+  r->window_pass_s = window_pass(r, N, P);
   r->updates_per_s = r->time_per_pass_s > 0 ? (double)r->n_examples / r->time_per_pass_s : 0;
 }
 
+static void finish_result(strata__agg *c) {
+  strata_run_result *r = c->res;
+  r->n_examples = c->prob->n_examples;
+  r->wall_s = strata_now() - c->t_train0 + c->wall_before;
+  r->coordinator_train_cpu_s = strata_cpu_seconds() - c->cpu_train0 + c->cpu_before;
+  summarise(r, c->setup.passes, c->setup.workers);
+}
+
+void strata__agg_snapshot(const strata__agg *c, int done, strata_run_result *out) {
+  *out = *c->res;
+  out->problem = *c->prob;
+  out->n_examples = c->prob->n_examples;
+  out->time_per_pass_s = out->mean_pass_s = out->window_pass_s = out->updates_per_s = 0;
+  memset(out->objectives, 0, sizeof out->objectives);
+  if (c->t_train0 > 0) {
+    out->wall_s = strata_now() - c->t_train0 + c->wall_before;
+    out->coordinator_train_cpu_s = strata_cpu_seconds() - c->cpu_train0 + c->cpu_before;
+  }
+  if (done < 1 || !out->per_pass) return;
+  summarise(out, done, c->setup.workers);
+  memcpy(out->objectives, out->per_pass[done - 1].objectives, sizeof out->objectives);
+}
 
 /* Fixes pass k's verdict and, with workers, sends it to each. */
 static int decide(strata__agg *c, int k) {

@@ -9,6 +9,7 @@
 #define STRATA_SCHEDULER_AGGREGATE_H
 
 #include "comm/protocol.h"
+#include "scheduler/view.h"
 #include "strata/engine.h"
 
 typedef struct strata__agg {
@@ -28,6 +29,7 @@ typedef struct strata__agg {
    * are decided (a checkpoint may follow it); NULL: none. */
   int (*summed)(void *ud, struct strata__agg *agg, int pass);
   void *summed_ud;
+  const strata__view *view; /* told of every summed pass; NULL: none */
 
   /* Internal. */
   double t_train0, cpu_train0;
@@ -64,5 +66,10 @@ int strata__agg_control(void *ud, int pass, pass_control *out);
  * diverged, else fills the result's summary figures. */
 int strata__agg_finish(strata__agg *c);
 void strata__agg_close(strata__agg *c);
+/* The run so far: *out is a shallow copy of the result (sharing its
+ * arrays) whose summary figures (time per pass, rates, wall and CPU time,
+ * objectives) cover the first `done` passes, as strata__agg_finish would
+ * compute them after that many. */
+void strata__agg_snapshot(const strata__agg *c, int done, strata_run_result *out);
 
 #endif

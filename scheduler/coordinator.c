@@ -145,6 +145,7 @@ static int live(const strata_req *reqs, int n) {
 static int poll_coord(void *ctx, int *done, int *progressed) {
   coord_wait *cw = ctx;
   coord *c = cw->c;
+  if (c->run->view) c->run->view->tick(c->run->view->ud);
   int before = live(cw->reqs, cw->n) - c->n_heard, all = 1;
   int rc = cw->n ? c->t->test_all(c->t->impl, cw->reqs, cw->n, &all) : 0;
   if (!rc) rc = listen(c, TAG_FAIL, sizeof(fail_report), "a failure report", take_failure);
@@ -461,6 +462,7 @@ static int run_coordinator(coord *c, strata_transport *t) {
   for (int i = 0; i < p->n_rotating; i++) desc[k++] = (block_desc){p->rotating[i].len, p->rotating[i].nrows, p->rotating[i].row_bytes};
 
   double t1 = strata_now();
+  if (c->run->view) c->run->view->phase(c->run->view->ud, STRATA__PHASE_SHIPPING, &c->agg);
   /* From here until every worker is through, workers depend on this rank. */
   c->res->peers_blocked = 1;
   if ((rc = ship(c, t, sched_buf, sched_len, desc, &h))) goto done;
@@ -468,6 +470,7 @@ static int run_coordinator(coord *c, strata_transport *t) {
   if ((rc = strata__agg_decide_first(&c->agg))) goto done;
   c->res->setup_s = strata_now() - t1;
   strata__agg_start(&c->agg);
+  if (c->run->view) c->run->view->phase(c->run->view->ud, STRATA__PHASE_RUNNING, &c->agg);
   for (int pass = c->agg.start_pass; pass < c->agg.run_passes && !rc; pass++) {
     c->rx.n = 0;
     for (int w = 0; w < P && !rc; w++)
@@ -523,7 +526,8 @@ int strata__coordinator_run(const strata__run *run, strata_transport *t, strata_
   c.agg = (strata__agg){.app = run->app, .cfg = run->cfg, .opts = run->opts, .setup = run->setup,
                         .prob = &c.prob, .res = result, .lag = run->lag,
                         .publish = publish, .publish_ud = &c,
-                        .summed = strata__ckpt_summed, .summed_ud = &c.ck};
+                        .summed = strata__ckpt_summed, .summed_ud = &c.ck,
+                        .view = run->view};
   int rc = strata__agg_open(&c.agg);
   if (rc) strata__coordinator_fail(t, rc);
   else rc = run_coordinator(&c, t);

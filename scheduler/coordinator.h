@@ -8,6 +8,7 @@
 #ifndef STRATA_SCHEDULER_COORDINATOR_H
 #define STRATA_SCHEDULER_COORDINATOR_H
 
+#include "scheduler/view.h"
 #include "strata/engine.h"
 
 /* One run as the engine resolved it. */
@@ -22,6 +23,7 @@ typedef struct strata__run {
    * after scheduling; NULL: none. */
   int (*check)(const strata_engine_opts *o, const strata_app *app, const strata_setup *setup,
                const strata_problem *p, const strata_schedule *s);
+  const strata__view *view; /* NULL: nobody follows the run */
 } strata__run;
 
 /* Loads the problem and its schedule, checked (also serial mode's load). */

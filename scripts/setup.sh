@@ -4,7 +4,7 @@
 set -euo pipefail
 # clang and libclang-rt-dev (libFuzzer's runtime, only a recommendation of
 # clang's) build the fuzz targets of tests/fuzz.
-pkgs=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libev-dev libopenblas-dev libcmocka-dev zlib1g-dev python3 gnuplot-nox
+pkgs=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libev-dev libmicrohttpd-dev libopenblas-dev libcmocka-dev zlib1g-dev python3 gnuplot-nox
       clang libclang-rt-dev)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -93,6 +93,24 @@ typedef struct strata_engine_opts {
    * than it has available: mem_limit bytes if > 0, else what each host
    * measures (strata_mem_available). */
   uint64_t mem_limit;
+  /* The live status (docs/cli.md, "Live status"). With status_addr
+   * ("HOST:PORT", "[V6]:PORT" or ":PORT" for every address; port 0 picks
+   * a free one) rank 0 serves the run over HTTP from the start of
+   * strata_engine_run: /metrics (the Prometheus text format), /status.json
+   * (what strata_metrics_write writes, over the passes so far, with the
+   * run's phase and settings) and / (a page that draws them). An address
+   * it cannot listen on fails the run before any work. The server runs on
+   * a thread of its own and never holds up the run. on_status (NULL: none)
+   * is called once on rank 0 with the URL. Once strata_engine_run returns,
+   * its end is published and the server keeps serving until
+   * strata_engine_status_close (or strata_run_result_close). argv and
+   * argc: the command line /status.json shows (NULL: none). */
+  const char *status_addr;
+  double status_linger; /* seconds strata_engine_status_close keeps serving */
+  void (*on_status)(void *ud, const char *url);
+  void *on_status_ud;
+  const char *const *argv;
+  int argc;
 } strata_engine_opts;
 
 /* Checks the mode's settings and fills its defaults: staleness < 0 means
@@ -249,7 +267,20 @@ STRATA_EXPORT int strata_engine_run(const strata_app *app, void *cfg,
                                     const strata_engine_opts *opts, strata_transport *t,
                                     strata_run_result *result);
 
+/* Releases the result's arrays and problem, and stops a live status still
+ * serving (strata_engine_status_close, without lingering). */
 STRATA_EXPORT void strata_run_result_close(strata_run_result *r);
+
+/*
+ * Rank 0 of a run with a live status (opts.status_addr): publishes rc as
+ * the run's end when it is an error after strata_engine_run returned 0
+ * (writing the outputs failed: the phase becomes failed, with
+ * strata_err_msg()), keeps serving for opts.status_linger seconds so that
+ * scrapers take the final values (SIGINT or SIGTERM end the wait early),
+ * then stops the server. r is the run's result, not yet closed. A no-op
+ * without a live status (every worker, every run without one).
+ */
+STRATA_EXPORT void strata_engine_status_close(const strata_run_result *r, int rc);
 
 /*
  * Gives every rank one verdict, so all exit alike even when rank 0 fails

@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# status.sh CASE: the live status (--status), as a scraper and a browser
+# meet it.
+#   live NP MODE...  a run with NP ranks in MODE, scraped 10 times a second
+#                    from the start to the end: every /metrics scrape is
+#                    valid Prometheus text and no counter falls; meanwhile
+#                    malformed requests get 400 (a garbage request line: the
+#                    connection closed), an unknown path 404, a POST 405, the
+#                    page / is HTML, and the run ends normally; in
+#                    the linger, /status.json is "finished" and equals the
+#                    metrics file wherever that has a key
+#   port-in-use      the port is taken: a one-line error naming --status, exit
+#                    code 1 on every rank, before any work (no pass, no file)
+#   not-local        an address of no interface here: as a port in use
+#   bad-addr         --status without a port: a usage error (exit code 2)
+#   linger-alone     --status-linger without --status: a usage error
+. "$(dirname "$0")/common.sh"
+
+CLIENT="$(cd "$(dirname "$0")" && pwd)/status_client.py"
+DOCS="$(cd "$(dirname "$0")/../.." && pwd)/docs/cli.md"
+DATA="synth:users=20000,items=4000,ratings=600000,seed=3"
+case=$1
+shift
+
+# run NP ARGS...: strata mf under mpiexec (NP 0: serial), in the background.
+run_bg() {
+  local np=$1
+  shift
+  if [ "$np" = 0 ]; then
+    timeout "$RUN_LIMIT" "$STRATA" mf "$@" >run.log 2>&1 &
+  else
+    mpi "$np" "$STRATA" mf "$@" >run.log 2>&1 &
+  fi
+  PID=$!
+}
+
+case $case in
+live)
+  np=$1
+  shift
+  # A straggler sleep of 150 ms a pass keeps the run going for seconds
+  # at little CPU cost.
+  run_bg "$np" --data "$DATA" --test-fraction 0.1 --rank 16 --passes 12 --straggler delay=150 "$@" \
+    --status 127.0.0.1:0 --status-linger 3 --metrics-out final.json
+  url=$(python3 "$CLIENT" url run.log 30) || { show_log run.log; fail "no URL"; }
+  ok "serving at $url"
+  python3 "$CLIENT" scrape "$url" 10 scrapes.json >scrape.log 2>&1 &
+  SCRAPER=$!
+  # What a scraper must never break, asked while the passes run.
+  python3 - "$url" <<'EOF' || fail "requests beside the scraper"
+import socket, sys, urllib.error, urllib.parse, urllib.request
+url = sys.argv[1]
+u = urllib.parse.urlparse(url)
+def raw(req):
+    s = socket.create_connection((u.hostname, u.port), timeout=5)
+    s.sendall(req)
+    data = b""
+    while True:
+        b = s.recv(4096)
+        if not b:
+            break
+        data += b
+    s.close()
+    return data.split(b"\r\n", 1)[0].decode()
+for req, what in [(b"GET /metrics HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n", "a header line without a colon"),
+                  (b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: zz\r\n\r\n", "a bad Content-Length"),
+                  (b"GET /metrics FOO/1.1\r\nHost: x\r\n\r\n", "an unknown protocol")]:
+    line = raw(req)
+    assert " 400 " in line, f"{what} got {line!r}"
+    print(f"ok: {what}: {line}")
+# A request line with no method and path at all is not answered (the
+# connection is closed), and the server goes on.
+line = raw(b"GARBAGE\r\n\r\n")
+assert line == "", f"a garbage request line got {line!r}"
+print("ok: a garbage request line: closed unanswered")
+for path, method, want in [("nope", "GET", 404), ("metrics/x", "GET", 404), ("metrics", "POST", 405)]:
+    try:
+        urllib.request.urlopen(urllib.request.Request(url + path, method=method, data=b"x" if method == "POST" else None), timeout=5)
+        raise SystemExit(f"FAIL: {method} /{path} answered 200")
+    except urllib.error.HTTPError as e:
+        assert e.code == want, f"{method} /{path} got {e.code}, expected {want}"
+        print(f"ok: {method} /{path}: {e.code}")
+r = urllib.request.urlopen(url, timeout=5)
+page = r.read().decode()
+assert r.headers["Content-Type"].startswith("text/html") and "status.json" in page, "the page"
+assert "http://" not in page.replace(url, "") and "https://" not in page, "the page loads from the network"
+print(f"ok: / is a {len(page)}-byte HTML page that fetches status.json and nothing from the network")
+import json
+s = json.load(urllib.request.urlopen(url + "status.json", timeout=5))
+assert s["status"]["phase"] in ("loading", "shipping", "running", "finished"), s["status"]
+print(f"ok: /status.json mid-run: {s['status']['phase']}, {s['status']['passes_done']} of {s['status']['passes']} passes")
+EOF
+  wait "$SCRAPER" || { cat scrape.log; show_log run.log; fail "the scrapes"; }
+  cat scrape.log
+  wait "$PID"
+  rc=$?
+  [ "$rc" = 0 ] || show_log run.log
+  expect_rc 0 "$rc" "the scraped run"
+  python3 - scrapes.json final.json "$DOCS" <<'EOF' || fail "the final status"
+import json, re, sys
+sc = json.load(open(sys.argv[1])); final = json.load(open(sys.argv[2]))
+docs = open(sys.argv[3]).read()
+assert sc["scrapes"] >= 5, f"only {sc['scrapes']} scrapes"
+assert sc["phases"][-1] == 'phase="finished"', sc["phases"]
+st = sc["status"]
+assert st is not None, "no /status.json in the linger"
+assert st["status"]["phase"] == "finished" and st["status"]["passes_done"] == final["passes"], st["status"]
+diff = [k for k in final if st.get(k) != final[k]]
+assert not diff, f"/status.json differs from the metrics file at {diff}"
+assert "settings" in st and st["settings"].get("rank") == "16", st.get("settings")
+m = sc["metrics"]
+for w in range(final["workers"]):
+    assert f'strata_worker_wait_seconds_total{{worker="{w}"}}' in m, f"worker {w}'s wait"
+ps = final["mode"] in ("bsp", "absp", "ssp", "essp", "async")
+assert ("strata_clock_differential_count" in m) == ps, "the clock-differential histogram"
+if ps:
+    count = float(m.split("strata_clock_differential_count ")[1].split()[0])
+    assert count == final["clock_diff"]["reads"], (count, final["clock_diff"]["reads"])
+    print(f"ok: the clock-differential histogram counts the metrics file's {count:.0f} reads")
+fams = re.findall(r"^# TYPE (\S+) (\S+)$", m, re.M)
+missing = [f"{n} ({t})" for n, t in fams if f"| `{n}` | {t} |" not in docs]
+assert not missing, f"docs/cli.md lacks the rows of {missing}"
+print(f"ok: docs/cli.md lists all {len(fams)} families served, with their types")
+print(f"ok: after the run /status.json equals the metrics file on all its {len(final)} keys and adds the phase and {len(st['settings'])} settings")
+EOF
+  ;;
+port-in-use)
+  # A listener on a free port, held while strata tries to take it.
+  python3 -c '
+import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)
+print(s.getsockname()[1], flush=True)
+time.sleep(60)' >port.txt &
+  HOLDER=$!
+  for _ in $(seq 50); do [ -s port.txt ] && break; sleep 0.1; done
+  port=$(cat port.txt)
+  mpi 3 "$STRATA" mf --data "$DATA" --passes 2 --status "127.0.0.1:$port" --metrics-out m.json \
+    >run.log 2>&1
+  rc=$?
+  kill "$HOLDER"
+  expect_rc 1 "$rc" "--status on a port in use"
+  grep -q "^strata mf: --status 127.0.0.1:$port: cannot listen: Address already in use$" run.log ||
+    { show_log run.log; fail "the message"; }
+  ok "$(grep -- '--status' run.log)"
+  [ "$(grep -c 'strata mf:' run.log)" = 1 ] || { show_log run.log; fail "one error line"; }
+  grep -q "pass 1/" run.log && fail "a pass ran"
+  [ -e m.json ] && fail "a metrics file was written"
+  ok "no pass ran, no file written"
+  ;;
+not-local)
+  # 192.0.2.0/24 is TEST-NET-1 (RFC 5737): never this host's.
+  mpi 3 "$STRATA" mf --data "$DATA" --passes 2 --status 192.0.2.1:8080 --metrics-out m.json >run.log 2>&1
+  expect_rc 1 $? "--status 192.0.2.1:8080"
+  grep -q "^strata mf: --status 192.0.2.1:8080: cannot listen: Cannot assign requested address$" run.log ||
+    { show_log run.log; fail "the message"; }
+  ok "$(grep -- '--status' run.log)"
+  [ -e m.json ] && fail "a metrics file was written"
+  ok "no file written"
+  ;;
+bad-addr)
+  mpi 3 "$STRATA" mf --data "$DATA" --passes 2 --status localhost >run.log 2>&1
+  expect_rc 2 $? "--status localhost"
+  grep -q "^strata mf: --status localhost: expected HOST:PORT" run.log || { show_log run.log; fail "the message"; }
+  ok "$(grep -- '--status' run.log)"
+  ;;
+linger-alone)
+  "$STRATA" mf --mode serial --data "$DATA" --passes 1 --status-linger 5 >run.log 2>&1
+  expect_rc 2 $? "--status-linger alone"
+  grep -q "status-linger needs --status" run.log || { show_log run.log; fail "the message"; }
+  ;;
+*)
+  fail "unknown case $case"
+  ;;
+esac
