@@ -11,6 +11,9 @@
 #                    metrics file wherever that has a key
 #   port-in-use      the port is taken: a one-line error naming --status, exit
 #                    code 1 on every rank, before any work (no pass, no file)
+#   failed           a run that diverges: exit code 3, and in the linger
+#                    /status.json says failed with the message the program
+#                    printed, /metrics the phase failed
 #   not-local        an address of no interface here: as a port in use
 #   bad-addr         --status without a port: a usage error (exit code 2)
 #   linger-alone     --status-linger without --status: a usage error
@@ -146,6 +149,41 @@ time.sleep(60)' >port.txt &
   grep -q "pass 1/" run.log && fail "a pass ran"
   [ -e m.json ] && fail "a metrics file was written"
   ok "no pass ran, no file written"
+  ;;
+failed)
+  # Plain SGD at --lr 10 diverges within two passes (mf_diverged.sh).
+  run_bg 3 --data "$DATA" --test-fraction 0.1 --rank 8 --passes 12 --update sgd --lr 10 -q \
+    --status 127.0.0.1:0 --status-linger 30
+  url=$(python3 "$CLIENT" url run.log 30) || { show_log run.log; fail "no URL"; }
+  python3 - "$url" <<'EOF' || { show_log run.log; fail "the failed run's status"; }
+import json, sys, time, urllib.request
+url = sys.argv[1]
+for _ in range(300):
+    st = json.load(urllib.request.urlopen(url + "status.json", timeout=5))
+    if st["status"]["phase"] in ("finished", "failed"):
+        break
+    time.sleep(0.1)
+s = st["status"]
+assert s["phase"] == "failed", s
+assert s["message"].startswith("the run diverged at pass "), s["message"]
+m = urllib.request.urlopen(url + "metrics", timeout=5).read().decode()
+assert 'strata_phase{phase="failed"} 1' in m, "the phase in /metrics"
+print(f"ok: /status.json: failed after {s['passes_done']} passes: {s['message']}")
+open("message.txt", "w").write(s["message"])
+EOF
+  # The linger ends early on SIGTERM to rank 0 (this test's: its working
+  # directory is ours), as a user's Ctrl-C would end it.
+  t0=$(date +%s)
+  for p in $(pgrep -x strata); do
+    [ "$(readlink "/proc/$p/cwd")" = "$WORK" ] &&
+      tr '\0' '\n' <"/proc/$p/environ" | grep -qx OMPI_COMM_WORLD_RANK=0 && kill -TERM "$p"
+  done
+  wait "$PID"
+  rc=$?
+  expect_rc 3 "$rc" "the diverged run"
+  [ $(($(date +%s) - t0)) -lt 10 ] || fail "SIGTERM did not end the linger"
+  grep -qF "strata mf: $(cat message.txt)" run.log || { show_log run.log; fail "the printed message differs"; }
+  ok "the program printed the same message; SIGTERM ended the linger"
   ;;
 not-local)
   # 192.0.2.0/24 is TEST-NET-1 (RFC 5737): never this host's.
