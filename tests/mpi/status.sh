@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # status.sh CASE: the live status (--status), as a scraper and a browser
 # meet it.
-#   live NP MODE...  a run with NP ranks in MODE, scraped 10 times a second
+#   live NP MODE...  an mf run with NP ranks in MODE (sfb: an mlr run), scraped
+#                    10 times a second
 #                    from the start to the end: every /metrics scrape is
 #                    valid Prometheus text and no counter falls; meanwhile
 #                    malformed requests get 400 (a garbage request line: the
@@ -25,14 +26,16 @@ DATA="synth:users=20000,items=4000,ratings=600000,seed=3"
 case=$1
 shift
 
-# run NP ARGS...: strata mf under mpiexec (NP 0: serial), in the background.
+# run NP ARGS...: strata $APP (mf unless set) under mpiexec (NP 0: serial),
+# in the background.
+APP=mf
 run_bg() {
   local np=$1
   shift
   if [ "$np" = 0 ]; then
-    timeout "$RUN_LIMIT" "$STRATA" mf "$@" >run.log 2>&1 &
+    timeout "$RUN_LIMIT" "$STRATA" "$APP" "$@" >run.log 2>&1 &
   else
-    mpi "$np" "$STRATA" mf "$@" >run.log 2>&1 &
+    mpi "$np" "$STRATA" "$APP" "$@" >run.log 2>&1 &
   fi
   PID=$!
 }
@@ -42,8 +45,15 @@ live)
   np=$1
   shift
   # A straggler sleep of 150 ms a pass keeps the run going for seconds
-  # at little CPU cost.
-  run_bg "$np" --data "$DATA" --test-fraction 0.1 --rank 16 --passes 12 --straggler delay=150 "$@" \
+  # at little CPU cost (mlr's sfb clocks are minibatches: 100 a pass, and
+  # a worker sleeps at every other clock).
+  app_args=(--data "$DATA" --test-fraction 0.1 --rank 16 --straggler delay=150)
+  if [ "$*" = "--mode sfb" ]; then
+    APP=mlr
+    app_args=(--data "synth:classes=20,features=2000,nnz=20,samples=20000,seed=3" --test-fraction 0.1
+              --straggler delay=5)
+  fi
+  run_bg "$np" "${app_args[@]}" --passes 12 "$@" \
     --status 127.0.0.1:0 --status-linger 3 --metrics-out final.json
   url=$(python3 "$CLIENT" url run.log 30) || { show_log run.log; fail "no URL"; }
   ok "serving at $url"
@@ -110,7 +120,7 @@ assert st is not None, "no /status.json in the linger"
 assert st["status"]["phase"] == "finished" and st["status"]["passes_done"] == final["passes"], st["status"]
 diff = [k for k in final if st.get(k) != final[k]]
 assert not diff, f"/status.json differs from the metrics file at {diff}"
-assert "settings" in st and st["settings"].get("rank") == "16", st.get("settings")
+assert "settings" in st and st["settings"].get("seed") == "1", st.get("settings")
 m = sc["metrics"]
 for w in range(final["workers"]):
     assert f'strata_worker_wait_seconds_total{{worker="{w}"}}' in m, f"worker {w}'s wait"
@@ -120,6 +130,12 @@ if ps:
     count = float(m.split("strata_clock_differential_count ")[1].split()[0])
     assert count == final["clock_diff"]["reads"], (count, final["clock_diff"]["reads"])
     print(f"ok: the clock-differential histogram counts the metrics file's {count:.0f} reads")
+sfb = final["mode"] == "sfb"
+assert ("strata_factor_delay_clocks_count" in m) == sfb, "the factor-delay histogram"
+if sfb:
+    count = float(m.split("strata_factor_delay_clocks_count ")[1].split()[0])
+    assert count == final["factor_delay"]["factors"], (count, final["factor_delay"]["factors"])
+    print(f"ok: the factor-delay histogram counts the metrics file's {count:.0f} factors")
 fams = re.findall(r"^# TYPE (\S+) (\S+)$", m, re.M)
 missing = [f"{n} ({t})" for n, t in fams if f"| `{n}` | {t} |" not in docs]
 assert not missing, f"docs/cli.md lacks the rows of {missing}"
