@@ -459,6 +459,30 @@ static inline float row_count(bool sparse, const float *row, const uint64_t *wb,
   return has ? v : 0.0f;
 }
 
+/* A topic and its factors in a token's conditional: document, word and
+ * total counts plus their priors, the token's own count left out. */
+typedef struct mh_state {
+  uint32_t t;
+  double fd, fw, fk;
+} mh_state;
+
+static inline __attribute__((always_inline)) mh_state
+mh_factors(uint32_t t, uint32_t s0, const int32_t *nd, const float *row, const uint64_t *wb,
+           const float *nk, bool sparse, double alpha, double beta, double vbeta) {
+  double own = t == s0;
+  return (mh_state){t, (double)nd[t] - own + alpha, (double)row_count(sparse, row, wb, t, s0) - own + beta,
+                    (double)nk[t] - own + vbeta};
+}
+
+/* A Metropolis-Hastings move: the proposal becomes the state when accepted
+ * (selects, not branches: acceptance is a coin flip the predictor loses). */
+static inline __attribute__((always_inline)) void mh_take(mh_state *cur, const mh_state *p, bool acc) {
+  cur->t = acc ? p->t : cur->t;
+  cur->fd = acc ? p->fd : cur->fd;
+  cur->fw = acc ? p->fw : cur->fw;
+  cur->fk = acc ? p->fk : cur->fk;
+}
+
 /*
  * A token's proposals are drawn PF_B tokens ahead of its turn, as codes: a
  * position in unit[] (word) or z (document), whose topic is read when the
@@ -591,9 +615,8 @@ static inline __attribute__((always_inline)) int sweep_run(
       break;
     }
     /* The current topic's factors, the token's own count out of each. */
-    uint32_t sc = s0;
-    double fd = (double)nd[s0] - 1.0 + alpha, fw = (double)row[s0] - 1.0 + beta,
-           fk = (double)nk[s0] - 1.0 + vbeta;
+    mh_state cur = {s0, (double)nd[s0] - 1.0 + alpha, (double)row[s0] - 1.0 + beta,
+                    (double)nk[s0] - 1.0 + vbeta};
     const int64_t *code = ring + (i % RING) * ncode;
     bool bad = false;
     for (uint32_t step = 0; step < steps; step++) {
@@ -602,16 +625,10 @@ static inline __attribute__((always_inline)) int sweep_run(
        * nothing. */
       int64_t c = code[2 * step];
       uint32_t t = c >= 0 ? unit[c] : (uint32_t)~c;
-      double own = t == s0;
-      double td = (double)nd[t] - own + alpha, tk = (double)nk[t] - own + vbeta,
-             tw = (double)row_count(sparse, row, wb, t, s0) - own + beta;
-      bool acc = urng_next(&st) * fd * tk < td * fk;
-      sc = acc ? t : sc;
-      fd = acc ? td : fd;
-      fk = acc ? tk : fk;
-      fw = acc ? tw : fw;
-      unit[up] = (uint16_t)sc;
-      z[slot] = (uint16_t)sc;
+      mh_state p = mh_factors(t, s0, nd, row, wb, nk, sparse, alpha, beta, vbeta);
+      mh_take(&cur, &p, urng_next(&st) * cur.fd * p.fk < p.fd * cur.fk);
+      unit[up] = (uint16_t)cur.t;
+      z[slot] = (uint16_t)cur.t;
       /* Document proposal: the word and total factors. */
       c = code[2 * step + 1];
       t = c >= 0 ? z[c] : (uint32_t)~c;
@@ -619,18 +636,12 @@ static inline __attribute__((always_inline)) int sweep_run(
         bad = true;
         break;
       }
-      own = t == s0;
-      td = (double)nd[t] - own + alpha;
-      tk = (double)nk[t] - own + vbeta;
-      tw = (double)row_count(sparse, row, wb, t, s0) - own + beta;
-      acc = urng_next(&st) * fw * tk < tw * fk;
-      sc = acc ? t : sc;
-      fd = acc ? td : fd;
-      fk = acc ? tk : fk;
-      fw = acc ? tw : fw;
-      unit[up] = (uint16_t)sc;
-      z[slot] = (uint16_t)sc;
+      p = mh_factors(t, s0, nd, row, wb, nk, sparse, alpha, beta, vbeta);
+      mh_take(&cur, &p, urng_next(&st) * cur.fw * p.fk < p.fw * cur.fk);
+      unit[up] = (uint16_t)cur.t;
+      z[slot] = (uint16_t)cur.t;
     }
+    const uint32_t sc = cur.t;
     if (bad) {
       unit[up] = (uint16_t)s0;
       z[slot] = (uint16_t)s0;
