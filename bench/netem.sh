@@ -55,19 +55,7 @@ why_not() {
 shape() { # ns-or-"", dev, rate
   local ns=$1 dev=$2 rate=$3
   [ "$rate" = none ] && return 0
-  local bits
-  bits=$(python3 -c "
-import re, sys
-m = re.fullmatch(r'(\d+(?:\.\d+)?)([kmg]?)bit', sys.argv[1].lower())
-if not m: sys.exit(1)
-print(int(float(m.group(1)) * {'': 1, 'k': 1e3, 'm': 1e6, 'g': 1e9}[m.group(2)]))" "$rate") ||
-    { echo "netem: RATE $rate: expected a tc rate such as 10gbit, 1gbit, 250mbit, or none" >&2; return 2; }
-  local burst=131072
-  if [ -n "$ns" ]; then
-    tc -n "$ns" qdisc replace dev "$dev" root tbf rate "$rate" burst "$burst" latency 200ms
-  else
-    tc qdisc replace dev "$dev" root tbf rate "$rate" burst "$burst" latency 200ms
-  fi
+  tc ${ns:+-n "$ns"} qdisc replace dev "$dev" root tbf rate "$rate" burst 131072 latency 200ms
 }
 
 up() { # id hosts rate
@@ -112,6 +100,10 @@ run)
   [ $# -ge 5 ] || { sed -n '/^# Usage/,/^# Needs/p' "$0" >&2; exit 2; }
   hosts=$2 rate=$3 np=$4
   shift 4
+  if [ "$rate" != none ] && ! [[ $rate =~ ^[0-9]+(\.[0-9]+)?[kmg]?bit$ ]]; then
+    echo "netem: RATE $rate: expected a tc rate such as 10gbit, 1gbit, 250mbit, or none" >&2
+    exit 2
+  fi
   mpi_opts=()
   if printf '%s\n' "$@" | grep -qx -- --; then
     while [ "$1" != -- ]; do mpi_opts+=("$1"); shift; done

@@ -458,15 +458,15 @@ static void on_tick(void *ud) {
 
 /* ---- serving (the server's thread) ---- */
 
-static enum MHD_Result reply(struct MHD_Connection *conn, unsigned code, const char *type, doc body,
-                             int head) {
+/* A HEAD request's answer is the same: libmicrohttpd sends its headers only. */
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned code, const char *type,
+                             doc body) {
   struct MHD_Response *resp =
       MHD_create_response_from_buffer_with_free_callback(body.len, body.buf, strata_free);
   if (!resp) {
     strata_free(body.buf);
     return MHD_NO;
   }
-  (void)head; /* HEAD: libmicrohttpd sends the headers only */
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
   if (code == MHD_HTTP_METHOD_NOT_ALLOWED)
@@ -504,19 +504,18 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
   if (!head && strcmp(method, MHD_HTTP_METHOD_GET) != 0) {
     static const char t[] = "405 method not allowed: only GET and HEAD\n";
     return reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8",
-                 copy_text(t, sizeof t - 1), head);
+                 copy_text(t, sizeof t - 1));
   }
   if (strcmp(url, "/metrics") == 0)
     return reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8",
-                 copy_doc(s, &s->prom), head);
+                 copy_doc(s, &s->prom));
   if (strcmp(url, "/status.json") == 0)
-    return reply(conn, MHD_HTTP_OK, "application/json", copy_doc(s, &s->json), head);
+    return reply(conn, MHD_HTTP_OK, "application/json", copy_doc(s, &s->json));
   if (strcmp(url, "/") == 0 || strcmp(url, "/index.html") == 0)
     return reply(conn, MHD_HTTP_OK, "text/html; charset=utf-8",
-                 copy_text(strata__status_page, sizeof strata__status_page - 1), head);
+                 copy_text(strata__status_page, sizeof strata__status_page - 1));
   static const char t[] = "404 not found: try /, /metrics or /status.json\n";
-  return reply(conn, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8", copy_text(t, sizeof t - 1),
-               head);
+  return reply(conn, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8", copy_text(t, sizeof t - 1));
 }
 
 /* After every run of the daemon: wake again when it has timeouts due. */
@@ -602,7 +601,7 @@ static int listen_on(status *s, const char *addr) {
   int g = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
   if (g)
     return strata_err_set(STRATA_EUSAGE, "--status %s: %s", addr, gai_strerror(g));
-  int rc = 0, fd = -1;
+  int fd = -1;
   errno = 0;
   for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
     fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
@@ -650,7 +649,7 @@ static int listen_on(status *s, const char *addr) {
   snprintf(s->url, sizeof s->url, strchr(name, ':') ? "http://[%s]:%d/" : "http://%s:%d/", name,
            bound_port);
   s->fd = fd;
-  return rc;
+  return 0;
 }
 
 static void status_free(status *s) {
