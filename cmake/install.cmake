@@ -12,6 +12,9 @@ install(TARGETS libstrata strata_apps EXPORT strataTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS strata_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+foreach(a ${STRATA_USER_APPS})
+  install(TARGETS strata_${a} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endforeach()
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR})
 # The examples' sources only (a user may have built one in place).

@@ -10,6 +10,7 @@ int main(int argc, char **argv) {
                       .apps = strata_bundled_apps,
                       .n_apps = strata_n_bundled_apps,
                       .commands = strata_bundled_commands,
-                      .n_commands = strata_n_bundled_commands};
+                      .n_commands = strata_n_bundled_commands,
+                      .external = 1};
   return strata_program_main(&p, argc, argv);
 }

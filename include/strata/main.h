@@ -55,6 +55,14 @@ typedef struct strata_program {
   /* Rank 0, after a successful run: prints the summary on stdout instead of
    * strata_print_summary (NULL: that one). */
   void (*summary_fn)(const strata_run_result *r);
+  /* 1: a first argument NAME that is neither an app nor a command runs the
+   * program PROG-NAME (PROG being the program's name), looked up beside
+   * this program, then on PATH, with the remaining arguments: so apps built
+   * as programs of their own on the installed library (strata_main) join
+   * the command line without being linked into it, and --help lists those
+   * beside it. NAME may hold only letters, digits, '-' and '_'. The
+   * `strata` program sets it: `strata lasso` runs strata-lasso. */
+  int external;
 } strata_program;
 
 /* The whole CLI for apps[0..n_apps): see above. Returns the exit code. */
