@@ -1,9 +1,781 @@
-/* strata-pagerank: placeholder until the app lands. */
+/*
+ * strata-pagerank: PageRank by power iteration, written on strata's public
+ * headers as any user's app (strata_main's program; `strata pagerank` runs
+ * it).
+ *
+ * The iteration: r' = (1 - d)/n + d (sum over in-edges u -> v of r_u /
+ * out_u + D/n), with D the rank of the dangling vertices (no out-edges),
+ * whose mass is spread evenly over all vertices, so the ranks keep summing
+ * to 1. A pass is one iteration: after pass p (0-based) the model is
+ * r^(p+1), r^(0) = 1/n.
+ *
+ * Scheduled and serial modes (the ring; exact, in double): vertices are cut
+ * into B blocks; data block (i, j) holds the edges from block j into block
+ * i (tiles.c); resident block i holds block i's accumulators and ranks; the
+ * rotating block j carries block j's contributions r_u / out_u, 8 to a row,
+ * and one last row with D_j, block j's dangling rank. With Gemulla's
+ * diagonal schedule row i takes column i first in every pass, so that task
+ * turns block i's accumulators of the last pass into ranks and
+ * contributions, chunk by chunk, before the block travels on: every other
+ * row then reads this pass's values, and the ring computes the same
+ * iteration as one process.
+ *
+ * Parameter-server modes (data-parallel, as the bounded-staleness paper's
+ * NanTable): the ranks are the global block, float rows of the table; a
+ * worker takes the edges into its destination blocks, reads the source
+ * ranks under the mode's staleness, and at its last task of a pass writes
+ * its blocks' new ranks (one writer per row). BSP then computes the same
+ * iteration in float; SSP and async read ranks up to s clocks old.
+ *
+ * Quality per pass, as the paper measures it: the sum of squared errors
+ * from a ground truth of --truth-iters exact iterations (computed here with
+ * the same kernel, cached by the graph's checksum), the L1 change of the
+ * pass, and the ranks' sum.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "pr.h"
+#include "strata/core.h"
 #include "strata/main.h"
 
-static const strata_app app = {.name = "pagerank"};
+typedef struct pr_config {
+  const char *graph;
+  double damping;
+  int top;
+  int truth_iters;
+  const char *truth_cache;
+} pr_config;
+
+#define OPT(f) offsetof(pr_config, f)
+static const strata_option pr_options[] = {
+    {"graph", 'g', STRATA_OPT_STRING, OPT(graph), NULL, "SPEC", 0, 0, NULL,
+     "a SNAP edge list (plain or .gz), a Matrix Market file, or "
+     "synth:scale=S,edge-factor=E,seed=X[,a=,b=,c=] (Graph500 R-MAT)",
+     NULL},
+    {"damping", 'd', STRATA_OPT_DOUBLE | STRATA_OPT_OPEN_MIN, OPT(damping), "0.85", "D", 0, 0.999999,
+     NULL, "damping factor: the probability of following a link", NULL},
+    {"top", 0, STRATA_OPT_INT | STRATA_OPT_RESUMABLE, OPT(top), "10", "K", 0, 1000000, NULL,
+     "with --model-out: the K highest-ranked vertices go to top.txt and the summary", NULL},
+    {"truth-iters", 0, STRATA_OPT_INT, OPT(truth_iters), "100", "N", 0, 100000, NULL,
+     "exact iterations of the ground truth the SSE is measured against (0: no SSE)", NULL},
+    {"truth-cache", 0, STRATA_OPT_STRING | STRATA_OPT_RESUMABLE, OPT(truth_cache), NULL, "DIR", 0,
+     0, NULL,
+     "where ground truths are kept by the graph's checksum (default $STRATA_CACHE_DIR, "
+     "$XDG_CACHE_HOME/strata or ~/.cache/strata; 'none': never)",
+     NULL},
+    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+
+/* R-MAT's keys for --graph synth:... */
+static const strata_option rmat_keys[] = {
+    {"scale", 0, STRATA_OPT_INT, offsetof(pr_rmat, scale), "16", "S", 1, 31, NULL,
+     "2^S vertices", NULL},
+    {"edge-factor", 0, STRATA_OPT_INT, offsetof(pr_rmat, edge_factor), "16", "E", 1, 1024, NULL,
+     "E * 2^S edges", NULL},
+    {"a", 0, STRATA_OPT_DOUBLE, offsetof(pr_rmat, a), "0.57", "A", 0, 1, NULL, "", NULL},
+    {"b", 0, STRATA_OPT_DOUBLE, offsetof(pr_rmat, b), "0.19", "B", 0, 1, NULL, "", NULL},
+    {"c", 0, STRATA_OPT_DOUBLE, offsetof(pr_rmat, c), "0.19", "C", 0, 1, NULL, "", NULL},
+    {"seed", 0, STRATA_OPT_U64, offsetof(pr_rmat, seed), "1", "X", 0, 0, NULL, "", NULL},
+    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+
+typedef struct rmat_spec {
+  pr_rmat r;
+  const char *text;
+} rmat_spec;
+
+static const strata_option rmat_option[] = {
+    {"synth", 0, STRATA_OPT_SPEC, offsetof(rmat_spec, text), NULL, "SPEC", 0, 0, NULL, "",
+     rmat_keys},
+    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+
+static int parse_rmat(const char *text, pr_rmat *out) {
+  rmat_spec sp = {0};
+  strata_optgroup g = {"synth", rmat_option, &sp};
+  char flag[] = "--synth", *argv[] = {flag, (char *)text};
+  int help = 0, rc = strata_options_defaults(&g, 1);
+  if (!rc) rc = strata_options_parse(&g, 1, 2, argv, &help);
+  if (rc) return strata_err_set(STRATA_EUSAGE, "--graph synth:%s: %s", text, strata_err_msg());
+  if (sp.r.a + sp.r.b + sp.r.c > 1)
+    return strata_err_set(STRATA_EUSAGE, "--graph synth:%s: a + b + c must be at most 1", text);
+  *out = sp.r;
+  return 0;
+}
+
+/* ---- what travels ----------------------------------------------------- */
+
+#define RING_PER_ROW 8 /* doubles in a rotating row */
+#define PS_PER_ROW 16  /* floats in a table row */
+
+/* Meta bytes: this header, first[B + 1], then (parameter-server modes)
+ * out-degrees[n]. */
+typedef struct pr_meta {
+  uint32_t n, B;
+  uint32_t ps, has_truth;
+  double damping;
+} pr_meta;
+
+/* Resident block i in the ring: this header, then doubles: acc[2][n]
+ * (this pass's and the last pass's sums, by pass parity), rank[n] (the
+ * ranks this pass started from), inv[n] (1 / out-degree; 0 for a dangling
+ * vertex), truth[n] (has_truth), dsum[2][B] (the D_j each column carried,
+ * by pass parity). In parameter-server modes: the header, acc[n],
+ * truth[n]. */
+typedef struct pr_res {
+  uint32_t n, B;
+  uint32_t has_truth, ps;
+  double dpart; /* the dangling rank of the chunks finalised so far */
+  double pad;
+} pr_res;
+
+typedef struct res_view {
+  pr_res *h;
+  double *acc[2], *rank, *inv, *truth, *dsum[2];
+} res_view;
+
+static size_t res_len(uint32_t n, uint32_t B, int has_truth, int ps) {
+  size_t d = ps ? (size_t)n * (1 + !!has_truth) : (size_t)n * (4 + !!has_truth) + 2 * (size_t)B;
+  return sizeof(pr_res) + d * 8;
+}
+
+static res_view res_open(void *buf) {
+  res_view v = {.h = buf};
+  double *d = (double *)(v.h + 1);
+  size_t n = v.h->n;
+  v.acc[0] = d;
+  if (v.h->ps) {
+    v.truth = v.h->has_truth ? d + n : NULL;
+    return v;
+  }
+  v.acc[1] = d + n;
+  v.rank = d + 2 * n;
+  v.inv = d + 3 * n;
+  d += 4 * n;
+  if (v.h->has_truth) {
+    v.truth = d;
+    d += n;
+  }
+  v.dsum[0] = d;
+  v.dsum[1] = d + v.h->B;
+  return v;
+}
+
+/* ---- the coordinator's side ------------------------------------------ */
+
+typedef struct pr_priv {
+  uint32_t n;
+  uint64_t m;
+  int B;
+  uint32_t *first;
+  uint64_t *ids; /* NULL: vertex numbers are the ids */
+  uint64_t checksum;
+  uint32_t dangling, self_loops;
+  int truth_cached; /* 1 read from the cache, 0 computed, -1 none */
+  double truth_s;
+  char truth_path[4096];
+} pr_priv;
+
+static void priv_free(void *p) {
+  pr_priv *v = p;
+  if (!v) return;
+  strata_free(v->first);
+  strata_free(v->ids);
+  strata_free(v);
+}
+
+/* The top K, kept for the summary. */
+typedef struct top_entry {
+  uint64_t id;
+  double rank;
+} top_entry;
+static top_entry *g_top;
+static int g_ntop;
+
+static const char *cache_dir(const pr_config *cfg, char *buf, size_t n) {
+  const char *e;
+  if (cfg->truth_cache) return strcmp(cfg->truth_cache, "none") ? cfg->truth_cache : NULL;
+  if ((e = getenv("STRATA_CACHE_DIR")) && *e) return e;
+  if ((e = getenv("XDG_CACHE_HOME")) && *e) {
+    snprintf(buf, n, "%s/strata", e);
+    return buf;
+  }
+  if ((e = getenv("HOME")) && *e) {
+    snprintf(buf, n, "%s/.cache/strata", e);
+    return buf;
+  }
+  return NULL;
+}
+
+/* One exact iteration over the tiles: r <- r' (block by block). */
+static int truth_step(const strata_problem *prob, const pr_blocks *bl, int depth, double d,
+                      const double *inv, double *r, double *c, double *acc) {
+  uint32_t n = bl->first[bl->B];
+  double D = 0;
+  for (uint32_t u = 0; u < n; u++) {
+    c[u] = r[u] * inv[u];
+    if (inv[u] == 0) D += r[u];
+  }
+  for (int i = 0; i < bl->B; i++) {
+    uint32_t lo = bl->first[i], ni = bl->first[i + 1] - lo;
+    memset(acc, 0, (size_t)ni * 8);
+    for (int j = 0; j < bl->B; j++)
+      for (int k = 0; k < depth; k++)
+        pr_tile_scatter(prob->data[(size_t)i * bl->B + j].buf, k, c + bl->first[j], acc);
+    for (uint32_t v = 0; v < ni; v++) r[lo + v] = (1 - d) / n + d * (acc[v] + D / n);
+  }
+  return 0;
+}
+
+typedef struct truth_file {
+  const double *r;
+  uint32_t n;
+  uint64_t key;
+} truth_file;
+
+static int fill_truth(FILE *f, void *ud) {
+  truth_file *t = ud;
+  uint64_t head[2] = {t->key, t->n};
+  if (fwrite(head, 8, 2, f) != 2 || fwrite(t->r, 8, t->n, f) != t->n)
+    return strata_err_set(STRATA_EIO, "short write");
+  return 0;
+}
+
+/* The ground truth, from the cache or computed (and cached). */
+static int ground_truth(const pr_config *cfg, strata_problem *prob, pr_priv *pv, const pr_blocks *bl,
+                        int depth, const double *inv, double *truth) {
+  char dirbuf[4096];
+  const char *dir = cache_dir(cfg, dirbuf, sizeof dirbuf);
+  uint32_t n = pv->n;
+  uint64_t key = strata_mix64(pv->checksum ^ strata_mix64((uint64_t)cfg->truth_iters)) ^
+                 strata_hash64(&cfg->damping, sizeof cfg->damping, 7);
+  pv->truth_path[0] = 0;
+  if (dir) {
+    snprintf(pv->truth_path, sizeof pv->truth_path, "%.3000s/pagerank-%016llx.f64", dir,
+             (unsigned long long)key);
+    FILE *f = fopen(pv->truth_path, "rb");
+    uint64_t head[2];
+    if (f) {
+      int good = fread(head, 8, 2, f) == 2 && head[0] == key && head[1] == n &&
+                 fread(truth, 8, n, f) == n && fgetc(f) == EOF;
+      fclose(f);
+      if (good) {
+        pv->truth_cached = 1;
+        return 0;
+      }
+    }
+  }
+  double t0 = strata_now();
+  double *c = strata_malloc((size_t)n * 8), *acc = strata_malloc((size_t)n * 8);
+  if (!c || !acc) {
+    strata_free(c);
+    strata_free(acc);
+    return strata_err_set(STRATA_ENOMEM, "pagerank: out of memory for the ground truth");
+  }
+  for (uint32_t v = 0; v < n; v++) truth[v] = 1.0 / n;
+  for (int it = 0; it < cfg->truth_iters; it++)
+    truth_step(prob, bl, depth, cfg->damping, inv, truth, c, acc);
+  strata_free(c);
+  strata_free(acc);
+  pv->truth_cached = 0;
+  pv->truth_s = strata_now() - t0;
+  if (dir) {
+    /* A cache that cannot be written only costs the next run the time. */
+    truth_file tf = {truth, n, key};
+    char mk[4096];
+    snprintf(mk, sizeof mk, "%.3000s", dir);
+    for (char *s = mk + 1; *s; s++)
+      if (*s == '/') {
+        *s = 0;
+        mkdir(mk, 0777);
+        *s = '/';
+      }
+    mkdir(mk, 0777);
+    if (strata_write_atomic(pv->truth_path, fill_truth, &tf)) {
+      strata_log(STRATA_LOG_WARN, "pagerank: cannot cache the ground truth: %s", strata_err_msg());
+      pv->truth_path[0] = 0;
+    }
+  }
+  return 0;
+}
+
+static int oom(void) { return strata_err_set(STRATA_ENOMEM, "pagerank: out of memory"); }
+
+static int pr_load(const void *vcfg, const strata_setup *setup, strata_problem *prob) {
+  const pr_config *cfg = vcfg;
+  pr_graph g = {0};
+  pr_blocks bl = {0};
+  uint64_t *off = NULL;
+  uint32_t *adj = NULL, *deg = NULL;
+  double *inv = NULL, *truth = NULL;
+  void **tiles = NULL;
+  size_t *lens = NULL;
+  pr_priv *pv = NULL;
+  int rc, ps = strata_mode_is_ps(setup->mode), B = setup->strata;
+  int depth = ps ? 1 : setup->depth, has_truth = cfg->truth_iters > 0;
+  if (!cfg->graph) return strata_err_set(STRATA_EUSAGE, "--graph is required");
+  if (!strncmp(cfg->graph, "synth:", 6)) {
+    pr_rmat r;
+    if ((rc = parse_rmat(cfg->graph + 6, &r)) || (rc = pr_graph_rmat(&r, &g))) return rc;
+  } else if ((rc = pr_graph_read(cfg->graph, &g))) {
+    return rc;
+  }
+  uint32_t n = g.n;
+  uint64_t m = g.m;
+  if ((uint32_t)B > n) {
+    rc = strata_err_set(STRATA_EUSAGE, "--strata %d: more blocks than the graph's %u vertices", B, n);
+    goto fail;
+  }
+  if (!(pv = strata_calloc(1, sizeof *pv))) goto nomem;
+  prob->priv = pv;
+  prob->priv_free = priv_free;
+  pv->n = n;
+  pv->m = m;
+  pv->B = B;
+  pv->ids = g.ids;
+  g.ids = NULL;
+  /* CSR by source (counting sort), then the out-degrees. */
+  off = strata_calloc((size_t)n + 1, 8);
+  adj = strata_malloc(m * 4);
+  deg = strata_calloc(n, 4);
+  inv = strata_malloc((size_t)n * 8);
+  if (!off || !adj || !deg || !inv) goto nomem;
+  for (uint64_t e = 0; e < m; e++) off[g.src[e] + 1]++;
+  for (uint32_t v = 0; v < n; v++) off[v + 1] += off[v];
+  for (uint64_t e = 0; e < m; e++) {
+    uint32_t u = g.src[e];
+    adj[off[u] + deg[u]++] = g.dst[e];
+    pv->self_loops += u == g.dst[e];
+  }
+  pr_graph_free(&g);
+  for (uint32_t v = 0; v < n; v++) {
+    inv[v] = deg[v] ? 1.0 / deg[v] : 0;
+    pv->dangling += !deg[v];
+  }
+  strata_hash h;
+  strata_hash_init(&h, 0x70616765);
+  strata_hash_update(&h, &n, 4);
+  strata_hash_update(&h, off, ((size_t)n + 1) * 8);
+  strata_hash_update(&h, adj, m * 4);
+  pv->checksum = strata_hash_final(&h);
+
+  /* Blocks of contiguous vertices; their tiles. */
+  bl.B = B;
+  if (!(bl.first = strata_malloc(((size_t)B + 1) * 4))) goto nomem;
+  for (int b = 0; b <= B; b++) bl.first[b] = (uint32_t)((uint64_t)n * (uint64_t)b / (uint64_t)B);
+  pv->first = bl.first;
+  tiles = strata_calloc((size_t)B * B, sizeof *tiles);
+  lens = strata_calloc((size_t)B * B, sizeof *lens);
+  if (!tiles || !lens) goto nomem;
+  if ((rc = strata_problem_fits("pagerank's blocks", (double)m * 8 + (double)n * 64, NULL)))
+    goto fail;
+  if ((rc = pr_tiles_build(&bl, off, adj, ps ? n : RING_PER_ROW, ps ? 0 : 1, depth, tiles, lens)))
+    goto fail;
+  strata_free(adj);
+  adj = NULL;
+  if ((rc = strata_problem_alloc(prob, B * B, B, B, 0))) goto fail;
+  for (size_t k = 0; k < (size_t)B * B; k++) {
+    prob->data[k].buf = tiles[k];
+    prob->data[k].len = lens[k];
+    tiles[k] = NULL;
+  }
+  if (has_truth) {
+    if (!(truth = strata_malloc((size_t)n * 8))) goto nomem;
+    if ((rc = ground_truth(cfg, prob, pv, &bl, depth, inv, truth))) goto fail;
+  } else {
+    pv->truth_cached = -1;
+  }
+
+  /* Resident blocks: the destination side. */
+  for (int i = 0; i < B; i++) {
+    uint32_t lo = bl.first[i], ni = bl.first[i + 1] - lo;
+    strata_block *r = &prob->resident[i];
+    r->len = res_len(ni, (uint32_t)B, has_truth, ps);
+    if (!(r->buf = strata_alloc_aligned(r->len))) goto nomem;
+    memset(r->buf, 0, r->len);
+    pr_res *hd = r->buf;
+    *hd = (pr_res){ni, (uint32_t)B, (uint32_t)has_truth, (uint32_t)ps, 0, 0};
+    res_view v = res_open(r->buf);
+    if (has_truth) memcpy(v.truth, truth + lo, (size_t)ni * 8);
+    if (!ps)
+      for (uint32_t k = 0; k < ni; k++) {
+        v.rank[k] = 1.0 / n;
+        v.inv[k] = inv[lo + k];
+      }
+  }
+  /* Rotating blocks: in the ring each source block's contributions r/out
+   * and its dangling rank D_j; in the tables unused single rows. */
+  for (int j = 0; j < B; j++) {
+    uint32_t lo = bl.first[j], nj = bl.first[j + 1] - lo;
+    strata_block *r = &prob->rotating[j];
+    r->row_bytes = ps ? PS_PER_ROW * 4 : RING_PER_ROW * 8;
+    r->nrows = ps ? 1 : (nj + RING_PER_ROW - 1) / RING_PER_ROW + 1;
+    r->len = (size_t)r->nrows * r->row_bytes;
+    if (!(r->buf = strata_alloc_aligned(r->len))) goto nomem;
+    memset(r->buf, 0, r->len);
+    if (ps) continue;
+    double *c = r->buf, D = 0;
+    for (uint32_t k = 0; k < nj; k++) {
+      c[k] = inv[lo + k] / n;
+      if (inv[lo + k] == 0) D += 1.0 / n;
+    }
+    c[(size_t)(r->nrows - 1) * RING_PER_ROW] = D;
+  }
+  if (ps) {
+    /* The ranks, as the table's global rows. */
+    strata_block *G = &prob->global;
+    G->row_bytes = PS_PER_ROW * 4;
+    G->nrows = (n + PS_PER_ROW - 1) / PS_PER_ROW;
+    G->len = (size_t)G->nrows * G->row_bytes;
+    if (!(G->buf = strata_alloc_aligned(G->len))) goto nomem;
+    memset(G->buf, 0, G->len);
+    for (uint32_t v = 0; v < n; v++) ((float *)G->buf)[v] = (float)(1.0 / n);
+  }
+  size_t mlen = sizeof(pr_meta) + ((size_t)B + 1) * 4 + (ps ? (size_t)n * 4 : 0);
+  if (!(prob->meta = strata_malloc(mlen))) goto nomem;
+  prob->meta_len = mlen;
+  pr_meta *mt = prob->meta;
+  *mt = (pr_meta){n, (uint32_t)B, (uint32_t)ps, (uint32_t)has_truth, cfg->damping};
+  memcpy(mt + 1, bl.first, ((size_t)B + 1) * 4);
+  if (ps) memcpy((uint32_t *)(mt + 1) + B + 1, deg, (size_t)n * 4);
+  prob->n_examples = m;
+  rc = 0;
+  goto done;
+nomem:
+  rc = oom();
+fail:
+  if (!pv) strata_free(bl.first);
+done:
+  for (size_t k = 0; tiles && k < (size_t)B * B; k++) strata_free(tiles[k]);
+  strata_free(tiles);
+  strata_free(lens);
+  strata_free(off);
+  strata_free(adj);
+  strata_free(deg);
+  strata_free(inv);
+  strata_free(truth);
+  pr_graph_free(&g);
+  return rc;
+}
+
+static int pr_schedule(const void *cfg, const strata_setup *setup, const strata_problem *prob,
+                       strata_schedule *sched) {
+  return strata_schedule_diagonal(sched, setup->workers, setup->strata);
+}
+
+/* ---- the workers' side ----------------------------------------------- */
+
+typedef struct pr_state {
+  pr_meta meta;
+  uint32_t *first; /* B + 1 */
+  double *inv; /* parameter-server modes: 1 / out-degree of every vertex (0: dangling) */
+  double *c;   /* parameter-server modes: a source block's contributions */
+  double D;    /* parameter-server modes: the dangling rank read so far this pass */
+  strata_mode mode;
+} pr_state;
+
+static void pr_worker_free(void *vs) {
+  pr_state *s = vs;
+  if (!s) return;
+  strata_free(s->first);
+  strata_free(s->inv);
+  strata_free(s->c);
+  strata_free(s);
+}
+
+static int pr_worker_init(const void *cfg, const strata_setup *setup, const void *meta,
+                          size_t meta_len, void **out) {
+  const pr_meta *mt = meta;
+  pr_state *s = strata_calloc(1, sizeof *s);
+  if (!s) return oom();
+  /* The meta bytes are the engine's only during this call. */
+  s->meta = *mt;
+  s->mode = setup->mode;
+  if (!(s->first = strata_malloc(((size_t)mt->B + 1) * 4))) {
+    pr_worker_free(s);
+    return oom();
+  }
+  memcpy(s->first, mt + 1, ((size_t)mt->B + 1) * 4);
+  if (mt->ps) {
+    const uint32_t *deg = (const uint32_t *)(mt + 1) + mt->B + 1;
+    s->inv = strata_malloc((size_t)mt->n * 8 + 8);
+    s->c = strata_malloc((size_t)mt->n * 8 + 8);
+    if (!s->inv || !s->c) {
+      pr_worker_free(s);
+      return oom();
+    }
+    for (uint32_t v = 0; v < mt->n; v++) s->inv[v] = deg[v] ? 1.0 / deg[v] : 0;
+  }
+  *out = s;
+  return 0;
+}
+
+enum { P_SSE, P_L1, P_SUM, N_PARTIALS };
+
+/* The ring: row i finalises block i when it first holds it, then every row
+ * adds the chunk's sources into its accumulators. */
+static int compute_ring(pr_state *s, const strata_task_view *tv) {
+  res_view v = res_open(tv->resident->buf);
+  double *c = tv->rotating->buf, d = s->meta.damping;
+  uint32_t n = s->meta.n, nj = s->first[tv->ids.rotating + 1] - s->first[tv->ids.rotating];
+  uint32_t drow = (nj + RING_PER_ROW - 1) / RING_PER_ROW;
+  uint32_t vlo = tv->row_lo * RING_PER_ROW, vhi = tv->row_hi * RING_PER_ROW;
+  int cur = tv->pass & 1, prev = cur ^ 1;
+  if (vlo > nj) vlo = nj;
+  if (vhi > nj) vhi = nj;
+  if (tv->ids.rotating == tv->ids.resident) {
+    if (tv->chunk == 0) {
+      memset(v.acc[cur], 0, (size_t)v.h->n * 8);
+      v.h->dpart = 0;
+    }
+    if (tv->pass > 0) {
+      double D = 0, base = (1 - d) / n;
+      for (uint32_t k = 0; k < v.h->B; k++) D += v.dsum[prev][k];
+      for (uint32_t u = vlo; u < vhi; u++) {
+        double r = base + d * (v.acc[prev][u] + D / n);
+        v.rank[u] = r;
+        c[u] = r * v.inv[u];
+        if (v.inv[u] == 0) v.h->dpart += r;
+      }
+      if (drow >= tv->row_lo && drow < tv->row_hi) c[(size_t)drow * RING_PER_ROW] = v.h->dpart;
+    }
+  }
+  if (drow >= tv->row_lo && drow < tv->row_hi)
+    v.dsum[cur][tv->ids.rotating] = c[(size_t)drow * RING_PER_ROW];
+  pr_tile_scatter(tv->data->buf, tv->chunk, c, v.acc[cur]);
+  return 0;
+}
+
+/* The tables: sources' contributions from this worker's view of the ranks;
+ * the row's last task writes its block's new ranks. */
+static int compute_ps(pr_state *s, const strata_task_view *tv, double *partials) {
+  if (tv->row_hi == tv->row_lo) return 0;
+  res_view v = res_open(tv->resident->buf);
+  float *G = tv->global->buf;
+  double d = s->meta.damping;
+  uint32_t n = s->meta.n, B = s->meta.B;
+  uint32_t jlo = s->first[tv->ids.rotating], jhi = s->first[tv->ids.rotating + 1];
+  uint32_t ilo = s->first[tv->ids.resident];
+  if (tv->subepoch == 0) {
+    memset(v.acc[0], 0, (size_t)v.h->n * 8);
+    s->D = 0;
+  }
+  for (uint32_t u = jlo; u < jhi; u++) {
+    s->c[u] = G[u] * s->inv[u];
+    if (s->inv[u] == 0) s->D += G[u];
+  }
+  pr_tile_scatter(tv->data->buf, 0, s->c + jlo, v.acc[0]);
+  if (tv->subepoch == (int)B - 1) {
+    double base = (1 - d) / n;
+    for (uint32_t k = 0; k < v.h->n; k++) {
+      float r = (float)(base + d * (v.acc[0][k] + s->D / n));
+      partials[P_L1] += fabs((double)r - G[ilo + k]);
+      partials[P_SUM] += r;
+      if (v.truth) partials[P_SSE] += ((double)r - v.truth[k]) * ((double)r - v.truth[k]);
+      G[ilo + k] = r;
+    }
+  }
+  return 0;
+}
+
+static int pr_compute(void *vs, const strata_task_view *tv, double *partials) {
+  pr_state *s = vs;
+  return s->meta.ps ? compute_ps(s, tv, partials) : compute_ring(s, tv);
+}
+
+/* The ring's pass-end scores: the ranks this pass computed, against the
+ * truth and the ranks it started from. */
+static int pr_block_objective(void *vs, int pass, strata_block_kind kind, int id,
+                              const strata_block *b, double *partials) {
+  pr_state *s = vs;
+  if (s->meta.ps || kind != STRATA_BLOCK_RESIDENT) return 0;
+  res_view v = res_open(b->buf);
+  int cur = pass & 1;
+  double d = s->meta.damping, D = 0, base = (1 - d) / s->meta.n;
+  for (uint32_t k = 0; k < v.h->B; k++) D += v.dsum[cur][k];
+  for (uint32_t u = 0; u < v.h->n; u++) {
+    double r = base + d * (v.acc[cur][u] + D / s->meta.n);
+    partials[P_L1] += fabs(r - v.rank[u]);
+    partials[P_SUM] += r;
+    if (v.truth) partials[P_SSE] += (r - v.truth[u]) * (r - v.truth[u]);
+  }
+  return 0;
+}
+
+static const char *const pr_objective_names[] = {"sse", "l1_change", "rank_sum"};
+
+static void pr_objectives(const void *vcfg, const strata_problem *prob, const double *p,
+                          double *out) {
+  const pr_config *cfg = vcfg;
+  out[0] = cfg->truth_iters > 0 ? p[P_SSE] : NAN;
+  out[1] = p[P_L1];
+  out[2] = p[P_SUM];
+}
+
+/* ---- export ---------------------------------------------------------- */
+
+typedef struct export_ctx {
+  const pr_priv *pv;
+  const double *r;
+  const uint32_t *order;
+  int k;
+} export_ctx;
+
+static uint64_t vid(const pr_priv *pv, uint32_t v) { return pv->ids ? pv->ids[v] : v; }
+
+static int fill_ranks(FILE *f, void *ud) {
+  export_ctx *x = ud;
+  for (uint32_t v = 0; v < x->pv->n; v++)
+    if (fprintf(f, "%llu %.17g\n", (unsigned long long)vid(x->pv, v), x->r[v]) < 0)
+      return strata_err_set(STRATA_EIO, "write failed");
+  return 0;
+}
+
+static int fill_top(FILE *f, void *ud) {
+  export_ctx *x = ud;
+  for (int i = 0; i < x->k; i++)
+    if (fprintf(f, "%d %llu %.17g\n", i + 1, (unsigned long long)vid(x->pv, x->order[i]),
+                x->r[x->order[i]]) < 0)
+      return strata_err_set(STRATA_EIO, "write failed");
+  return 0;
+}
+
+/* The final ranks of every vertex from the final blocks. */
+static int final_ranks(const pr_config *cfg, const strata_setup *setup, const strata_problem *prob,
+                       double *r) {
+  const pr_priv *pv = prob->priv;
+  uint32_t n = pv->n;
+  if (prob->global.len) {
+    for (uint32_t v = 0; v < n; v++) r[v] = ((const float *)prob->global.buf)[v];
+    return 0;
+  }
+  int cur = (setup->passes - 1) & 1;
+  double d = cfg->damping, D = 0;
+  res_view v0 = res_open(prob->resident[0].buf);
+  for (uint32_t k = 0; k < v0.h->B; k++) D += v0.dsum[cur][k];
+  for (int i = 0; i < pv->B; i++) {
+    res_view v = res_open(prob->resident[i].buf);
+    for (uint32_t u = 0; u < v.h->n; u++)
+      r[pv->first[i] + u] = (1 - d) / n + d * (v.acc[cur][u] + D / n);
+  }
+  return 0;
+}
+
+static const double *g_rank_order;
+static int by_rank(const void *a, const void *b) {
+  double x = g_rank_order[*(const uint32_t *)a], y = g_rank_order[*(const uint32_t *)b];
+  return x > y ? -1 : x < y ? 1 : (*(const uint32_t *)a > *(const uint32_t *)b) - (*(const uint32_t *)a < *(const uint32_t *)b);
+}
+
+/* DIR/ranks.txt: "id rank" for every vertex; DIR/top.txt: "position id
+ * rank" for the --top highest. Refuses non-finite ranks. */
+static int pr_export(const void *vcfg, const strata_setup *setup, const strata_problem *prob,
+                     const char *dir) {
+  const pr_config *cfg = vcfg;
+  const pr_priv *pv = prob->priv;
+  uint32_t n = pv->n;
+  int rc = 0, k = cfg->top < (int)n ? cfg->top : (int)n;
+  double *r = strata_malloc((size_t)n * 8);
+  uint32_t *order = strata_malloc((size_t)n * 4);
+  if (!r || !order) {
+    rc = oom();
+    goto done;
+  }
+  final_ranks(cfg, setup, prob, r);
+  for (uint32_t v = 0; v < n; v++) {
+    if (!isfinite(r[v])) {
+      rc = strata_err_set(STRATA_EDIVERGED, "pagerank: vertex %llu's rank is not finite",
+                          (unsigned long long)vid(pv, v));
+      goto done;
+    }
+    order[v] = v;
+  }
+  /* The top K by a partial selection, then sorted. */
+  g_rank_order = r;
+  qsort(order, n, 4, by_rank);
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+    rc = strata_err_set(STRATA_EIO, "%s: cannot create directory", dir);
+    goto done;
+  }
+  export_ctx x = {pv, r, order, k};
+  if ((rc = strata_write_atomic_in(dir, "ranks.txt", fill_ranks, &x))) goto done;
+  if ((rc = strata_write_atomic_in(dir, "top.txt", fill_top, &x))) goto done;
+  strata_free(g_top);
+  if (!(g_top = strata_malloc((size_t)(k ? k : 1) * sizeof *g_top))) {
+    rc = oom();
+    goto done;
+  }
+  for (int i = 0; i < k; i++) g_top[i] = (top_entry){vid(pv, order[i]), r[order[i]]};
+  g_ntop = k;
+done:
+  strata_free(r);
+  strata_free(order);
+  return rc;
+}
+
+static void pr_describe(const void *vcfg, const strata_problem *prob, strata_json *j) {
+  const pr_config *cfg = vcfg;
+  const pr_priv *pv = prob->priv;
+  if (!pv) return;
+  char hex[20];
+  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)pv->checksum);
+  strata_json_int(j, "vertices", pv->n);
+  strata_json_int(j, "edges", (int64_t)pv->m);
+  strata_json_int(j, "dangling", pv->dangling);
+  strata_json_int(j, "self_loops", pv->self_loops);
+  strata_json_string(j, "graph_checksum", hex);
+  strata_json_double(j, "damping", cfg->damping);
+  strata_json_int(j, "truth_iters", cfg->truth_iters);
+  strata_json_string(j, "truth", pv->truth_cached < 0 ? "none" : pv->truth_cached ? "cached" : "computed");
+  if (pv->truth_cached == 0) strata_json_double(j, "truth_s", pv->truth_s);
+}
+
+static int pr_check(const void *vcfg, const strata_setup *setup) {
+  const pr_config *cfg = vcfg;
+  if (!cfg->graph) return strata_err_set(STRATA_EUSAGE, "--graph is required");
+  return 0;
+}
+
+static const strata_app pr_app = {
+    .name = "pagerank",
+    .flags = STRATA_APP_ADDITIVE,
+    .summary = "PageRank by power iteration, edges tiled by (source, destination) block",
+    .examples = "  mpirun -np 3 strata pagerank --graph soc-Slashdot0902.txt.gz --passes 20\n"
+                "  strata pagerank --mode serial --graph synth:scale=22,edge-factor=18 --passes 5\n"
+                "  mpirun -np 3 strata pagerank --mode ssp --staleness 1 --graph web.mtx\n",
+    .unit = "edges",
+    .options = pr_options,
+    .config_size = sizeof(pr_config),
+    .check = pr_check,
+    .n_partials = N_PARTIALS,
+    .n_objectives = 3,
+    .objective_names = pr_objective_names,
+    .load = pr_load,
+    .schedule = pr_schedule,
+    .worker_init = pr_worker_init,
+    .worker_free = pr_worker_free,
+    .compute = pr_compute,
+    .block_objective = pr_block_objective,
+    .objectives = pr_objectives,
+    .describe = pr_describe,
+    .export_model = pr_export,
+};
+
+/* The engine's summary, then the top vertices when the model was exported. */
+static void pr_summary(const strata_run_result *r) {
+  strata_print_summary(r);
+  if (g_ntop) printf("top %d:", g_ntop);
+  for (int i = 0; i < g_ntop; i++) printf(" %llu (%.6g)", (unsigned long long)g_top[i].id, g_top[i].rank);
+  if (g_ntop) printf("\n");
+}
 
 int main(int argc, char **argv) {
-  const strata_app *apps[] = {&app};
-  return strata_main(argc, argv, apps, 1);
+  const strata_app *apps[] = {&pr_app};
+  strata_program p = {.apps = apps, .n_apps = 1, .summary_fn = pr_summary};
+  int rc = strata_program_main(&p, argc, argv);
+  strata_free(g_top);
+  return rc;
 }

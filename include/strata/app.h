@@ -238,7 +238,8 @@ typedef struct strata_app {
   int (*schedule)(const void *cfg, const strata_setup *setup, const strata_problem *prob,
                   strata_schedule *sched);
 
-  /* Worker: per-worker state from the meta bytes. A checkpoint
+  /* Worker: per-worker state from the meta bytes, which are the engine's
+   * and valid only during the call (copy what the state keeps). A checkpoint
    * (--checkpoint) keeps the parameter blocks, not this state, and a
    * resumed run calls worker_init afresh: what changes from pass to pass
    * (an optimiser's moments, a random stream's position) belongs in the

@@ -1,0 +1,103 @@
+/*
+ * pr.h - strata-pagerank's own parts: the graph readers and generator
+ * (graph.c), the tiled edge layout and its kernel (tiles.c). The app
+ * (pagerank.c) is written on strata's public headers only.
+ */
+#ifndef STRATA_PAGERANK_PR_H
+#define STRATA_PAGERANK_PR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A directed graph as its edge list, vertices 0..n-1. ids[v] is vertex
+ * v's id in the input (SNAP's FromNodeId, Matrix Market's 1-based index,
+ * the generator's vertex number), for output; NULL: v itself. */
+typedef struct pr_graph {
+  uint32_t n;
+  uint64_t m;
+  uint32_t *src, *dst; /* m each */
+  uint64_t *ids;       /* n, or NULL */
+} pr_graph;
+
+void pr_graph_free(pr_graph *g);
+
+/* R-MAT / Kronecker generator with Graph500's parameters (a, b, c; d =
+ * 1 - a - b - c), 2^scale vertices, edge_factor * 2^scale directed edges,
+ * vertex numbers randomly permuted as Graph500 does. Deterministic for the
+ * seed. */
+typedef struct pr_rmat {
+  int scale, edge_factor;
+  double a, b, c;
+  uint64_t seed;
+} pr_rmat;
+int pr_graph_rmat(const pr_rmat *r, pr_graph *g);
+
+/* Reads a SNAP edge list (plain or gzip; '#' comments; two ids per line,
+ * blanks between, CRLF allowed) or, when the file starts with
+ * "%%MatrixMarket", a Matrix Market coordinate matrix (entry i j is the
+ * edge i -> j; "symmetric" adds j -> i). Ids are renumbered densely in
+ * increasing order. STRATA_ENOENT, STRATA_EPARSE (FILE:LINE: why),
+ * STRATA_EEMPTY or STRATA_ENOMEM. */
+int pr_graph_read(const char *path, pr_graph *g);
+
+/* ---- tiles ----------------------------------------------------------- */
+
+/* The edges from source block j into destination block i, grouped for the
+ * cache: by pipeline chunk of the source block (chunk c holds the sources
+ * whose ranks arrive in chunk c), then by destination sub-tile of
+ * PR_SUB_VERTS vertices (whose accumulators fit in L2), then by a window of
+ * PR_WIN_VERTS sources; inside a group sorted by source. An edge is one
+ * uint32: (source - group's src_base) << PR_SUB_BITS | (destination -
+ * group's dst_base). Data block layout: pr_tile, then depth + 1 group
+ * offsets (uint32), the groups, the edges. */
+#define PR_SUB_BITS 14
+#define PR_SUB_VERTS (1u << PR_SUB_BITS)
+#define PR_WIN_BITS (32 - PR_SUB_BITS)
+#define PR_WIN_VERTS (1u << PR_WIN_BITS)
+
+typedef struct pr_tile {
+  uint32_t n_dst, n_src; /* vertices of the destination and source blocks */
+  uint32_t depth, n_groups;
+  uint64_t n_edges;
+} pr_tile;
+
+typedef struct pr_group {
+  uint32_t src_base, dst_base; /* block-local vertex numbers */
+  uint64_t off;                /* first edge */
+  uint32_t count, pad;
+} pr_group;
+
+static inline const uint32_t *pr_tile_chunks(const pr_tile *t) { return (const uint32_t *)(t + 1); }
+static inline const pr_group *pr_tile_groups(const pr_tile *t) {
+  size_t o = sizeof(pr_tile) + ((size_t)t->depth + 1) * 4;
+  return (const pr_group *)((const char *)t + (o + 7) / 8 * 8);
+}
+static inline const uint32_t *pr_tile_edges(const pr_tile *t) {
+  return (const uint32_t *)(pr_tile_groups(t) + t->n_groups);
+}
+
+/* A vertex blocking: block b holds vertices [first[b], first[b + 1]). */
+typedef struct pr_blocks {
+  int B;
+  uint32_t *first; /* B + 1 */
+} pr_blocks;
+
+/* Source vertices of chunk c of a block of nv vertices kept in rows of
+ * per_row vertices (plus rows_extra trailing rows) cut into depth chunks:
+ * [*lo, *hi). */
+void pr_chunk_verts(uint32_t nv, uint32_t per_row, uint32_t rows_extra, int depth, int c,
+                    uint32_t *lo, uint32_t *hi);
+
+/* Builds the B x B tiles (tiles[i * B + j]: sources in block j,
+ * destinations in block i; each a strata_alloc_aligned buffer of
+ * *lens[i * B + j] bytes) of the graph given as CSR by source (off: n + 1,
+ * adj: destinations), chunked as pr_chunk_verts(.., per_row, rows_extra,
+ * depth, ..). 0 or STRATA_ENOMEM. */
+int pr_tiles_build(const pr_blocks *bl, const uint64_t *off, const uint32_t *adj, uint32_t per_row,
+                   uint32_t rows_extra, int depth, void **tiles, size_t *lens);
+
+/* acc[dst] += c[src] over the edges of chunk `chunk` of tile t (c: the
+ * source block's values, block-local; acc: the destination block's). */
+void pr_tile_scatter(const pr_tile *t, int chunk, const double *c, double *acc);
+
+#endif
