@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# pagerank.sh: strata pagerank (apps/pagerank, built on the installed API).
+#  - a random graph written as a SNAP list, its gzip and a Matrix Market
+#    file: the same ranks from all three; serial ranks equal an independent
+#    power iteration (in Python) to 1e-12, dangling vertices included;
+#  - scheduled with 2 workers equals serial after every pass: SSE, L1
+#    change and rank sum per pass, and the exported ranks, to 1e-12;
+#  - bsp equals serial in float (1e-4), ssp and async converge;
+#  - the ground truth is cached by the graph's checksum;
+#  - R-MAT is deterministic for its seed;
+#  - bad input: one line, the right exit code, on every rank.
+# With ../shared/data, the same serial/scheduled check on soc-Slashdot0902.
+. "$(dirname "$0")/common.sh"
+: "${STRATA_PAGERANK:?STRATA_PAGERANK must be set}"
+PR=$STRATA_PAGERANK
+export STRATA_CACHE_DIR=$WORK/cache
+SEED=${PAGERANK_TEST_SEED:-$RANDOM}
+echo "seed $SEED (PAGERANK_TEST_SEED=$SEED reproduces)"
+
+python3 - "$SEED" <<'PY'
+import gzip, random, sys
+rnd = random.Random(int(sys.argv[1]))
+n = 3000
+# Non-contiguous ids, self-loops, repeated edges and dangling vertices.
+ids = rnd.sample(range(10**9), n)
+edges = []
+for _ in range(30000):
+    u = ids[min(int(rnd.paretovariate(1.2)) - 1, n - 1)] if rnd.random() < 0.5 else rnd.choice(ids)
+    if ids.index(u) % 7 == 0:
+        continue  # a dangling vertex (it still receives edges)
+    edges.append((u, rnd.choice(ids)))
+edges.append((ids[1], ids[1]))
+with open("g.txt", "w") as f:
+    f.write("# a random graph\r\n# FromNodeId\tToNodeId\r\n")
+    for u, v in edges:
+        f.write("%d\t%d\r\n" % (u, v))
+with gzip.open("g.txt.gz", "wt") as f:
+    for u, v in edges:
+        f.write("%d %d\n" % (u, v))
+order = sorted(set(u for e in edges for u in e))
+num = {v: k + 1 for k, v in enumerate(order)}
+with open("g.mtx", "w") as f:
+    f.write("%%%%MatrixMarket matrix coordinate pattern general\n%% comment\n%d %d %d\n"
+            % (len(order), len(order), len(edges)))
+    for u, v in edges:
+        f.write("%d %d\n" % (num[u], num[v]))
+# The reference: plain power iteration, dangling mass spread evenly.
+vs = order
+out = {}
+for u, v in edges:
+    out[u] = out.get(u, 0) + 1
+r = {v: 1.0 / len(vs) for v in vs}
+for it in range(7):
+    D = sum(r[v] for v in vs if v not in out)
+    acc = {v: 0.0 for v in vs}
+    for u, v in edges:
+        acc[v] += r[u] / out[u]
+    r = {v: 0.15 / len(vs) + 0.85 * (acc[v] + D / len(vs)) for v in vs}
+with open("ref.txt", "w") as f:
+    for v in vs:
+        f.write("%d %.17g\n" % (v, r[v]))
+with open("ref_mtx.txt", "w") as f:
+    for v in vs:
+        f.write("%d %.17g\n" % (num[v], r[v]))
+PY
+[ -s g.txt ] || fail "could not write the test graph"
+
+# cmp_ranks A B TOL WHAT: the same ids, ranks within TOL relative.
+cmp_ranks() {
+  python3 - "$@" <<'PY' || fail "$4"
+import sys
+a = dict(l.split() for l in open(sys.argv[1]))
+b = dict(l.split() for l in open(sys.argv[2]))
+tol = float(sys.argv[3])
+assert a.keys() == b.keys(), "different vertices: %d vs %d" % (len(a), len(b))
+worst = max(abs(float(a[k]) - float(b[k])) / abs(float(b[k])) for k in a)
+print("%s: %d vertices, max relative difference %.3g" % (sys.argv[4], len(a), worst))
+sys.exit(worst > tol)
+PY
+}
+
+run_serial() { # OUT GRAPH PASSES [flags]
+  local out=$1 g=$2 p=$3
+  shift 3
+  timeout "$RUN_LIMIT" "$PR" --mode serial --graph "$g" --passes "$p" --model-out "$out" \
+    --metrics-out "$out.json" -q "$@" >"$out.log" 2>&1
+  local rc=$?
+  [ "$rc" = 0 ] || show_log "$out.log"
+  expect_rc 0 "$rc" "serial, $g, $p passes"
+}
+
+run_serial s7 g.txt 7
+cmp_ranks s7/ranks.txt ref.txt 1e-12 "serial against the Python power iteration"
+run_serial z7 g.txt.gz 7
+cmp_ranks z7/ranks.txt s7/ranks.txt 0 "gzip against plain"
+run_serial m7 g.mtx 7
+cmp_ranks m7/ranks.txt ref_mtx.txt 1e-12 "Matrix Market against the Python power iteration"
+[ "$(wc -l <s7/top.txt)" = 10 ] || fail "top.txt should hold 10 vertices"
+grep -q '^top 10: ' s7.log || fail "the summary should print the top 10"
+[ "$(json s7.json 'm["truth"]')" = computed ] || fail "the first run should compute the truth"
+run_serial s7b g.txt 7
+[ "$(json s7b.json 'm["truth"]')" = cached ] || fail "the second run should read the cached truth"
+[ "$(json s7.json 'repr(m["sse"])')" = "$(json s7b.json 'repr(m["sse"])')" ] ||
+  fail "the cached truth gives another SSE"
+ok "ground truth cached by checksum $(json s7.json 'm["graph_checksum"]')"
+
+# per_pass_equal A.json B.json TOL WHAT: every pass's objectives agree.
+per_pass_equal() {
+  python3 - "$@" <<'PY' || fail "$4"
+import json, sys
+a, b = (json.load(open(f))["per_pass"] for f in sys.argv[1:3])
+tol = float(sys.argv[3])
+assert len(a) == len(b)
+worst = 0
+for x, y in zip(a, b):
+    for k in ("sse", "l1_change", "rank_sum"):
+        d = abs(x[k] - y[k]) / abs(y[k])
+        worst = max(worst, d)
+print("%s: %d passes, max relative difference %.3g" % (sys.argv[4], len(a), worst))
+sys.exit(worst > tol)
+PY
+}
+
+for np in 3 4; do
+  P=$((np - 1))
+  mpi $np "$PR" --graph g.txt --passes 7 --depth 3 --model-out p$P --metrics-out p$P.json -q \
+    >p$P.log 2>&1
+  rc=$?; [ "$rc" = 0 ] || show_log p$P.log
+  expect_rc 0 "$rc" "scheduled, $P workers"
+  cmp_ranks p$P/ranks.txt s7/ranks.txt 1e-12 "scheduled with $P workers against serial"
+  per_pass_equal p$P.json s7.json 1e-12 "scheduled with $P workers, every pass"
+done
+mpi 3 "$PR" --graph g.txt --passes 7 --strata 5 --depth 2 --model-out b5 -q >b5.log 2>&1
+rc=$?; [ "$rc" = 0 ] || show_log b5.log
+expect_rc 0 "$rc" "scheduled, 2 workers, 5 strata"
+cmp_ranks b5/ranks.txt s7/ranks.txt 1e-12 "5 strata against serial"
+
+mpi 3 "$PR" --mode bsp --graph g.txt --passes 7 --model-out bsp --metrics-out bsp.json -q >bsp.log 2>&1
+rc=$?; [ "$rc" = 0 ] || show_log bsp.log
+expect_rc 0 "$rc" "bsp, 2 workers"
+cmp_ranks bsp/ranks.txt s7/ranks.txt 1e-5 "bsp (float table) against serial"
+for mode in ssp async; do
+  mpi 3 "$PR" --mode $mode --graph g.txt --passes 20 --metrics-out $mode.json -q >$mode.log 2>&1
+  rc=$?; [ "$rc" = 0 ] || show_log $mode.log
+  expect_rc 0 "$rc" "$mode, 2 workers"
+  python3 -c "
+import json, sys
+pp = json.load(open('$mode.json'))['per_pass']
+print('$mode: sse after 5 passes %.3g, after 20 %.3g' % (pp[4]['sse'], pp[19]['sse']))
+sys.exit(not pp[19]['sse'] < pp[4]['sse'] / 100)" || fail "$mode does not converge"
+done
+
+# R-MAT: the same graph for the same seed, another for another.
+for s in 1 1 2; do
+  timeout "$RUN_LIMIT" "$PR" --mode serial --graph synth:scale=10,edge-factor=8,seed=$s --passes 2 \
+    --truth-iters 0 --metrics-out r$s.json -q >/dev/null 2>&1 || fail "R-MAT run, seed $s"
+  echo "$s $(json r$s.json 'm["graph_checksum"]')"
+done >rmat.txt
+cat rmat.txt
+[ "$(sed -n 1p rmat.txt | cut -d' ' -f2)" = "$(sed -n 2p rmat.txt | cut -d' ' -f2)" ] ||
+  fail "R-MAT differs for the same seed"
+[ "$(sed -n 1p rmat.txt | cut -d' ' -f2)" != "$(sed -n 3p rmat.txt | cut -d' ' -f2)" ] ||
+  fail "R-MAT is the same for another seed"
+[ "$(json r1.json 'm["edges"]')" = 8192 ] || fail "scale 10, edge factor 8 should have 8192 edges"
+ok "R-MAT deterministic for its seed"
+
+# Bad input: exit code, one line, every rank ends.
+printf '# x\n1 2\n3 x\n' >bad.txt
+printf '%%%%MatrixMarket matrix coordinate pattern general\n3 3 1\n4 1\n' >bad.mtx
+bad() { # WANT_RC PATTERN ARGS...
+  local want=$1 pat=$2
+  shift 2
+  mpi 3 "$PR" "$@" -q >bad.out 2>bad.err
+  local rc=$?
+  expect_rc "$want" "$rc" "$*"
+  expect_one_error bad.err "strata-pagerank: " "$pat"
+  [ ! -e out ] || fail "$*: wrote a model"
+  rank_codes 3 "$PR" "$@" -q
+  expect_rank_codes 3 "$want"
+}
+bad 1 'bad.txt:3: expected two vertex ids' --graph bad.txt --model-out out
+bad 1 'bad.mtx:3: entry (4, 1) outside the 3 x 3 matrix' --graph bad.mtx --model-out out
+bad 1 'nope.txt: cannot open' --graph nope.txt --model-out out
+bad 2 'damping' --graph g.txt --damping 1.5
+bad 2 'scale' --graph synth:scale=40
+bad 2 'graph' --passes 3
+ok "bad input"
+
+if [ -d "${STRATA_SHARED_DATA:-}/snap-soc-slashdot0902" ]; then
+  G=$STRATA_SHARED_DATA/snap-soc-slashdot0902/soc-Slashdot0902.txt.gz
+  run_serial sd $G 10
+  mpi 3 "$PR" --graph "$G" --passes 10 --model-out sd2 --metrics-out sd2.json -q >sd2.log 2>&1
+  rc=$?; [ "$rc" = 0 ] || show_log sd2.log
+  expect_rc 0 "$rc" "soc-Slashdot0902, 2 workers"
+  cmp_ranks sd2/ranks.txt sd/ranks.txt 1e-12 "soc-Slashdot0902: 2 workers against serial"
+  per_pass_equal sd2.json sd.json 1e-12 "soc-Slashdot0902: 2 workers, every pass"
+  [ "$(json sd.json 'm["vertices"]')" = 82168 ] || fail "soc-Slashdot0902 has 82168 vertices"
+  [ "$(json sd.json 'm["edges"]')" = 948464 ] || fail "soc-Slashdot0902 has 948464 edges"
+  grep '^top 10' sd2.log
+else
+  echo "skipping soc-Slashdot0902: ${STRATA_SHARED_DATA:-../shared/data}/snap-soc-slashdot0902 is absent"
+fi
+ok "pagerank"
