@@ -54,6 +54,7 @@ PROFILES = {
         lda_data="synth:docs=300,len=50,vocab=800,topics=10,seed=1", lda_topics=10,
         lda_real=False, strata=[1, 2], straggle=[0.0, 1.0], straggle_passes=3,
         msgcost=["--max-bytes", "1048576", "--reps", "5"], timeout=120,
+        pr_real=False, pr_graph="synth:scale=12,edge-factor=8,seed=1", pr_passes=5,
         sfb=dict(sizes=[(10, 1000)], nnz=10, samples=1200, test=300, minibatch=50, passes=3,
                  lr=50, q_workers=[4], q_size=(10, 1000))),
     # Under 5 minutes on the 2-core machine: a MovieLens-10M-shaped set at
@@ -64,6 +65,7 @@ PROFILES = {
         lda_data="synth:docs=2000,len=100,vocab=5000,topics=50,seed=1", lda_topics=100,
         lda_real=True, strata=[1, 2, 4, 8, 16], straggle=[0.0, 0.25, 0.5, 1.0],
         straggle_passes=5, msgcost=[], timeout=300,
+        pr_real=True, pr_graph="synth:scale=16,edge-factor=16,seed=1", pr_passes=20,
         sfb=dict(sizes=[(50, 2000), (100, 5000), (200, 10000)], nnz=30, samples=2400, test=600,
                  minibatch=100, passes=5, lr=50, q_workers=[4], q_size=(100, 5000))),
     # Under an hour: the MovieLens-10M shape at full size.
@@ -73,6 +75,7 @@ PROFILES = {
         lda_data="synth:docs=20000,len=100,vocab=10000,topics=100,seed=1", lda_topics=100,
         lda_real=True, strata=[1, 2, 4, 8, 16, 32, 64], straggle=[0.0, 0.25, 0.5, 1.0, 2.0],
         straggle_passes=9, msgcost=[], timeout=1200,
+        pr_real=True, pr_graph="synth:scale=20,edge-factor=16,seed=1", pr_passes=20,
         sfb=dict(sizes=[(50, 5000), (100, 10000), (200, 20000), (500, 20000)], nnz=30, samples=6000,
                  test=1200, minibatch=100, passes=8, lr=50, q_workers=[4, 6], q_size=(100, 10000))),
 }
@@ -121,6 +124,26 @@ def lda_points(pr, data_dir):
            ("lda", "bsp", 2, ["--mode", "bsp"] + common, []),
            ("lda", "ssp s=1", 2, ["--mode", "ssp", "--staleness", "1"] + common, []),
            ("lda", "essp s=1", 2, ["--mode", "essp", "--staleness", "1"] + common, [])]
+    return pts, name
+
+
+def pagerank_points(pr, data_dir):
+    """Every mode on one graph; A-BSP with 2 passes per clock against SSP
+    with staleness 1 is the bounded-staleness paper's comparison at equal
+    staleness."""
+    sd = os.path.join(data_dir, "snap-soc-slashdot0902", "soc-Slashdot0902.txt.gz")
+    if pr["pr_real"] and os.path.isfile(sd):
+        graph, name = sd, "soc-Slashdot0902"
+    else:
+        graph, name = pr["pr_graph"], pr["pr_graph"]
+    common = ["--graph", graph]
+    pts = [("pagerank", "serial", 0, ["--mode", "serial"] + common, []),
+           ("pagerank", "scheduled", 2, ["--mode", "scheduled"] + common, []),
+           ("pagerank", "bsp", 2, ["--mode", "bsp"] + common, []),
+           ("pagerank", "absp wpc 2", 2, ["--mode", "absp", "--wpc", "2"] + common, []),
+           ("pagerank", "ssp s=1", 2, ["--mode", "ssp", "--staleness", "1"] + common, []),
+           ("pagerank", "essp s=1", 2, ["--mode", "essp", "--staleness", "1"] + common, []),
+           ("pagerank", "async", 2, ["--mode", "async"] + common, [])]
     return pts, name
 
 
@@ -264,6 +287,7 @@ def run_matrix(r, pr, data_dir):
     mf = mf_points(pr)
     lda, lda_name = lda_points(pr, data_dir)
     sfb = sfb_points(pr)
+    prk, r.pr_name = pagerank_points(pr, data_dir)
     # Interleave repeats: each round visits every point once, so slow spells
     # of the shared machine spread over all points instead of hitting one.
     for rep in range(R):
@@ -278,6 +302,8 @@ def run_matrix(r, pr, data_dir):
             r.strata("lda", g, label, w, args, extra, rep)
         for g, label, w, args, extra, f in sfb:
             r.strata("mlr", g, label, w, args, extra, rep, passes=pr["sfb"]["passes"], fields=f)
+        for g, label, w, args, extra in prk:
+            r.strata("pagerank", g, label, w, args, extra, rep, passes=pr["pr_passes"])
     # Stragglers: the delay is a fraction of a BSP pass measured above.
     bsp = [window_pass(x["metrics"]) for x in r.records
            if x.get("group") == "modes" and x.get("label") == "bsp" and "metrics" in x]
@@ -466,6 +492,38 @@ def sfb_summary(recs, pr):
     return L
 
 
+def pagerank_summary(r, pr):
+    pts = points(r.records, "pagerank", "pagerank")
+    if not pts:
+        return []
+    L = [f"## PageRank ({getattr(r, 'pr_name', '?')}, {pr['pr_passes']} passes)\n",
+         "SSE: sum of squared errors from 100 exact iterations, after 5, 10 and the last pass "
+         "(the first repeat); edges/s per core: the graph's edges over the time per pass, "
+         "over the workers' cores (1 serially).\n",
+         "| mode | workers | time per pass ms | x serial | M edges/s per core | SSE 5 | SSE 10 | "
+         "SSE last | worker wait % | MB sent/pass/worker |\n|---|---|---|---|---|---|---|---|---|---|"]
+    s = pts.get(("serial", 0, "none"))
+    st = statistics.median([x["metrics"]["time_per_pass_s"] for x in s]) if s else math.nan
+    for (label, w, tr), xs in pts.items():
+        ms = [x["metrics"] for x in xs]
+        t = spread([m["time_per_pass_s"] for m in ms])
+        pp = ms[0]["per_pass"]
+        # A pass ending inside a clock (absp wpc 2) is not scored: the next one is shown.
+        def sse_at(k):
+            for q_ in pp[k - 1:]:
+                if q_.get("sse") is not None:
+                    return q_["sse"]
+            return math.nan
+        sse = [sse_at(k) if len(pp) >= k else math.nan for k in (5, 10, len(pp))]
+        L.append(f"| {label} | {w or 'serial'} | {ms3(t)} | {t[1] / st:.2f} | "
+                 f"{statistics.median([m['edges_per_s'] for m in ms]) / max(1, w) / 1e6:.1f} | "
+                 + " | ".join(f"{v:.3g}" for v in sse)
+                 + f" | {100 * statistics.median([wait_frac(m) for m in ms]):.1f} | "
+                 f"{statistics.median([sent_per_pass(m) for m in ms]) / 1e6:.2f} |")
+    L.append("")
+    return L
+
+
 def summarise(r, pr, lda_name, out, model):
     recs = r.records
     kern = [x["metrics"] for x in ok(recs) if x["kind"] == "kernel"]
@@ -560,6 +618,7 @@ def summarise(r, pr, lda_name, out, model):
             L.append(f"| {label} | {cd['mean']:.3f} | {cd['max_staleness']} | {cd['hist']} |")
     L.append("")
     L += sfb_summary(recs, pr)
+    L += pagerank_summary(r, pr)
     if model:
         L.append("## Scale model (bench/scale_model.py)\n")
         L.append(model.get("markdown", ""))
@@ -598,6 +657,8 @@ PLOTS = [
     ("scale_model", "predicted time per pass for 1-256 workers (Netflix and its duplicates)"),
     ("sfb_objective_vs_time", "MLR train_loss against training seconds, serial / sfb / bsp / ssp "
      "on the largest J x D (first repeat)"),
+    ("pagerank_sse_vs_time", "PageRank SSE from the ground truth against training seconds, per "
+     "mode (first repeat, log scale)"),
     ("sfb_objective_vs_samples", "MLR train_loss against samples processed, the same runs"),
     ("sfb_samples_per_s", "MLR samples/s per mode on the largest J x D, median with min-max bars"),
     ("sfb_bytes", "bytes sent per clock (all workers) against J x D, SFB and FMS, measured and "
@@ -659,6 +720,20 @@ def plots(r, out, model):
         gnuplot(out, name, f"set title 'Convergence against time ({app.upper()})'\n"
                 f"set xlabel 'training seconds'\nset ylabel '{title}'\nplot " + ", ".join(cmds) + "\n",
                 files)
+    # 2b. PageRank's SSE against time (log scale)
+    files, cmds = {}, []
+    for i, ((label, w, tr), xs) in enumerate(points(recs, "pagerank", "pagerank").items()):
+        t, s = 0.0, ""
+        for pp in xs[0]["metrics"]["per_pass"]:
+            t += pp["time_s"]
+            if (pp.get("sse") or 0) > 0:  # unscored passes (a clock spans two) have none
+                s += f"{t} {pp['sse']}\n"
+        files[f"pagerank_{i}.dat"] = s
+        cmds.append(f"'pagerank_{i}.dat' using 1:2 with linespoints title {q(label)}")
+    if cmds:
+        gnuplot(out, "pagerank_sse_vs_time", "set title 'PageRank: SSE from the ground truth "
+                "against time'\nset xlabel 'training seconds'\nset ylabel 'SSE'\nset logscale y\n"
+                "plot " + ", ".join(cmds) + "\n", files)
     # 3. compute vs wait
     d = ""
     for i, ((label, w, tr), xs) in enumerate(modes.items()):

@@ -26,5 +26,5 @@ source "$here/env.sh"
 cd "$STRATA_ROOT"
 cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DSTRATA_BUILD_BENCH=ON \
   -DSTRATA_BUILD_TESTS=OFF >/dev/null
-cmake --build build-bench -j"$(nproc)" --target strata_cli bench_mf_kernel bench_msgcost >/dev/null
+cmake --build build-bench -j"$(nproc)" --target strata_cli strata_pagerank strata_lasso bench_mf_kernel bench_msgcost >/dev/null
 exec python3 bench/harness.py --profile "$profile" --bin build-bench ${args[@]+"${args[@]}"}
