@@ -171,7 +171,9 @@ void strata_print_summary(const strata_run_result *r) {
          app->unit ? app->unit : "updates", r->wall_s, r->load_s);
   printf("  objectives:");
   for (int i = 0; i < app->n_objectives; i++)
-    if (!isnan(r->objectives[i])) printf(" %s %.4f", app->objective_names[i], r->objectives[i]);
+    if (!isnan(r->objectives[i]))
+      printf(fabs(r->objectives[i]) >= 1e-3 || r->objectives[i] == 0 ? " %s %.4f" : " %s %.4g",
+             app->objective_names[i], r->objectives[i]);
   printf("\n");
   for (int w = 0; w < r->workers; w++) {
     const strata_worker_stats *s = &r->worker_total[w];

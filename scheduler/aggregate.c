@@ -153,13 +153,20 @@ int strata__agg_report(void *ud, const pass_report *rep) {
     size_t used = 0;
     for (int i = 0; i < c->app->n_objectives && used < sizeof obj; i++)
       if (!isnan(ps->objectives[i]))
-        used += (size_t)snprintf(obj + used, sizeof obj - used, "  %s %.4f",
-                               c->app->objective_names[i], ps->objectives[i]);
+        /* Four decimals, or four digits for a small value (an SSE of 1e-9). */
+        used += (size_t)snprintf(obj + used, sizeof obj - used,
+                                 fabs(ps->objectives[i]) >= 1e-3 || ps->objectives[i] == 0
+                                     ? "  %s %.4f"
+                                     : "  %s %.4g",
+                                 c->app->objective_names[i], ps->objectives[i]);
     /* The views' objectives where they differ from the model's. */
     for (int i = 0; i < c->app->n_objectives && ps->has_view && used < sizeof obj; i++)
       if (!isnan(ps->view_objectives[i]) && ps->view_objectives[i] != ps->objectives[i])
-        used += (size_t)snprintf(obj + used, sizeof obj - used, "  view_%s %.4f",
-                               c->app->objective_names[i], ps->view_objectives[i]);
+        used += (size_t)snprintf(obj + used, sizeof obj - used,
+                                 fabs(ps->view_objectives[i]) >= 1e-3 || ps->view_objectives[i] == 0
+                                     ? "  view_%s %.4f"
+                                     : "  view_%s %.4g",
+                                 c->app->objective_names[i], ps->view_objectives[i]);
     double rate = ps->time_s > 0 ? (double)c->prob->n_examples / ps->time_s / 1e6 : 0;
     /* A count for people: pass 1 of N is pass index 0. */
     strata_log(STRATA_LOG_INFO, "pass %d/%d  %.3fs  %.1f M/s  wait %.1f%%%s", pi + 1,
