@@ -119,17 +119,16 @@ typedef struct pr_meta {
   double damping;
 } pr_meta;
 
-/* Resident block i in the ring: this header, then doubles: acc[2][n]
- * (this pass's and the last pass's sums, by pass parity), rank[n] (the
- * ranks this pass started from), inv[n] (1 / out-degree; 0 for a dangling
- * vertex), truth[n] (has_truth), dsum[2][B] (the D_j each column carried,
- * by pass parity). In parameter-server modes: the header, acc[n],
- * truth[n]. */
+/* Resident block i in the ring: this header, then doubles: acc[2][2n]
+ * (this pass's and the last pass's sums, by pass parity, as (hi, lo)
+ * pairs: pr_dd_add), rank[n] (the ranks this pass started from), inv[n]
+ * (1 / out-degree; 0 for a dangling vertex), truth[n] (has_truth),
+ * dsum[2][2B] (the D_j each column carried, (hi, lo), by pass parity). In
+ * parameter-server modes: the header, acc[2n], truth[n]. */
 typedef struct pr_res {
   uint32_t n, B;
   uint32_t has_truth, ps;
-  double dpart; /* the dangling rank of the chunks finalised so far */
-  double pad;
+  double dpart[2]; /* the dangling rank of the chunks finalised so far, (hi, lo) */
 } pr_res;
 
 typedef struct res_view {
@@ -138,7 +137,7 @@ typedef struct res_view {
 } res_view;
 
 static size_t res_len(uint32_t n, uint32_t B, int has_truth, int ps) {
-  size_t d = ps ? (size_t)n * (1 + !!has_truth) : (size_t)n * (4 + !!has_truth) + 2 * (size_t)B;
+  size_t d = ps ? (size_t)n * (2 + !!has_truth) : (size_t)n * (6 + !!has_truth) + 4 * (size_t)B;
   return sizeof(pr_res) + d * 8;
 }
 
@@ -148,20 +147,30 @@ static res_view res_open(void *buf) {
   size_t n = v.h->n;
   v.acc[0] = d;
   if (v.h->ps) {
-    v.truth = v.h->has_truth ? d + n : NULL;
+    v.truth = v.h->has_truth ? d + 2 * n : NULL;
     return v;
   }
-  v.acc[1] = d + n;
-  v.rank = d + 2 * n;
-  v.inv = d + 3 * n;
-  d += 4 * n;
+  v.acc[1] = d + 2 * n;
+  v.rank = d + 4 * n;
+  v.inv = d + 5 * n;
+  d += 6 * n;
   if (v.h->has_truth) {
     v.truth = d;
     d += n;
   }
   v.dsum[0] = d;
-  v.dsum[1] = d + v.h->B;
+  v.dsum[1] = d + 2 * (size_t)v.h->B;
   return v;
+}
+
+/* D, the dangling rank, from the blocks' (hi, lo) parts in block order. */
+static double dsum_total(const double *ds, uint32_t B) {
+  double hl[2] = {0, 0};
+  for (uint32_t k = 0; k < B; k++) {
+    pr_dd_add(hl, ds[2 * k]);
+    hl[1] += ds[2 * k + 1];
+  }
+  return pr_dd_value(hl);
 }
 
 /* ---- the coordinator's side ------------------------------------------ */
@@ -214,18 +223,20 @@ static const char *cache_dir(const pr_config *cfg, char *buf, size_t n) {
 static int truth_step(const strata_problem *prob, const pr_blocks *bl, int depth, double d,
                       const double *inv, double *r, double *c, double *acc) {
   uint32_t n = bl->first[bl->B];
-  double D = 0;
+  double Dhl[2] = {0, 0};
   for (uint32_t u = 0; u < n; u++) {
     c[u] = r[u] * inv[u];
-    if (inv[u] == 0) D += r[u];
+    if (inv[u] == 0) pr_dd_add(Dhl, r[u]);
   }
+  double D = pr_dd_value(Dhl);
   for (int i = 0; i < bl->B; i++) {
     uint32_t lo = bl->first[i], ni = bl->first[i + 1] - lo;
-    memset(acc, 0, (size_t)ni * 8);
+    memset(acc, 0, (size_t)ni * 16);
     for (int j = 0; j < bl->B; j++)
       for (int k = 0; k < depth; k++)
         pr_tile_scatter(prob->data[(size_t)i * bl->B + j].buf, k, c + bl->first[j], acc);
-    for (uint32_t v = 0; v < ni; v++) r[lo + v] = (1 - d) / n + d * (acc[v] + D / n);
+    for (uint32_t v = 0; v < ni; v++)
+      r[lo + v] = (1 - d) / n + d * (pr_dd_value(acc + 2 * v) + D / n);
   }
   return 0;
 }
@@ -269,7 +280,7 @@ static int ground_truth(const pr_config *cfg, strata_problem *prob, pr_priv *pv,
     }
   }
   double t0 = strata_now();
-  double *c = strata_malloc((size_t)n * 8), *acc = strata_malloc((size_t)n * 8);
+  double *c = strata_malloc((size_t)n * 8), *acc = strata_malloc((size_t)n * 16);
   if (!c || !acc) {
     strata_free(c);
     strata_free(acc);
@@ -397,7 +408,7 @@ static int pr_load(const void *vcfg, const strata_setup *setup, strata_problem *
     if (!(r->buf = strata_alloc_aligned(r->len))) goto nomem;
     memset(r->buf, 0, r->len);
     pr_res *hd = r->buf;
-    *hd = (pr_res){ni, (uint32_t)B, (uint32_t)has_truth, (uint32_t)ps, 0, 0};
+    *hd = (pr_res){ni, (uint32_t)B, (uint32_t)has_truth, (uint32_t)ps, {0, 0}};
     res_view v = res_open(r->buf);
     if (has_truth) memcpy(v.truth, truth + lo, (size_t)ni * 8);
     if (!ps)
@@ -417,12 +428,13 @@ static int pr_load(const void *vcfg, const strata_setup *setup, strata_problem *
     if (!(r->buf = strata_alloc_aligned(r->len))) goto nomem;
     memset(r->buf, 0, r->len);
     if (ps) continue;
-    double *c = r->buf, D = 0;
+    double *c = r->buf, D[2] = {0, 0};
     for (uint32_t k = 0; k < nj; k++) {
       c[k] = inv[lo + k] / n;
-      if (inv[lo + k] == 0) D += 1.0 / n;
+      if (inv[lo + k] == 0) pr_dd_add(D, 1.0 / n);
     }
-    c[(size_t)(r->nrows - 1) * RING_PER_ROW] = D;
+    c[(size_t)(r->nrows - 1) * RING_PER_ROW] = D[0];
+    c[(size_t)(r->nrows - 1) * RING_PER_ROW + 1] = D[1];
   }
   if (ps) {
     /* The ranks, as the table's global rows. */
@@ -473,7 +485,7 @@ typedef struct pr_state {
   uint32_t *first; /* B + 1 */
   double *inv; /* parameter-server modes: 1 / out-degree of every vertex (0: dangling) */
   double *c;   /* parameter-server modes: a source block's contributions */
-  double D;    /* parameter-server modes: the dangling rank read so far this pass */
+  double D[2]; /* parameter-server modes: the dangling rank read so far this pass, (hi, lo) */
   strata_mode mode;
 } pr_state;
 
@@ -528,23 +540,27 @@ static int compute_ring(pr_state *s, const strata_task_view *tv) {
   if (vhi > nj) vhi = nj;
   if (tv->ids.rotating == tv->ids.resident) {
     if (tv->chunk == 0) {
-      memset(v.acc[cur], 0, (size_t)v.h->n * 8);
-      v.h->dpart = 0;
+      memset(v.acc[cur], 0, (size_t)v.h->n * 16);
+      v.h->dpart[0] = v.h->dpart[1] = 0;
     }
     if (tv->pass > 0) {
-      double D = 0, base = (1 - d) / n;
-      for (uint32_t k = 0; k < v.h->B; k++) D += v.dsum[prev][k];
+      double D = dsum_total(v.dsum[prev], v.h->B), base = (1 - d) / n;
       for (uint32_t u = vlo; u < vhi; u++) {
-        double r = base + d * (v.acc[prev][u] + D / n);
+        double r = base + d * (pr_dd_value(v.acc[prev] + 2 * (size_t)u) + D / n);
         v.rank[u] = r;
         c[u] = r * v.inv[u];
-        if (v.inv[u] == 0) v.h->dpart += r;
+        if (v.inv[u] == 0) pr_dd_add(v.h->dpart, r);
       }
-      if (drow >= tv->row_lo && drow < tv->row_hi) c[(size_t)drow * RING_PER_ROW] = v.h->dpart;
+      if (drow >= tv->row_lo && drow < tv->row_hi) {
+        c[(size_t)drow * RING_PER_ROW] = v.h->dpart[0];
+        c[(size_t)drow * RING_PER_ROW + 1] = v.h->dpart[1];
+      }
     }
   }
-  if (drow >= tv->row_lo && drow < tv->row_hi)
-    v.dsum[cur][tv->ids.rotating] = c[(size_t)drow * RING_PER_ROW];
+  if (drow >= tv->row_lo && drow < tv->row_hi) {
+    v.dsum[cur][2 * tv->ids.rotating] = c[(size_t)drow * RING_PER_ROW];
+    v.dsum[cur][2 * tv->ids.rotating + 1] = c[(size_t)drow * RING_PER_ROW + 1];
+  }
   pr_tile_scatter(tv->data->buf, tv->chunk, c, v.acc[cur]);
   return 0;
 }
@@ -560,18 +576,18 @@ static int compute_ps(pr_state *s, const strata_task_view *tv, double *partials)
   uint32_t jlo = s->first[tv->ids.rotating], jhi = s->first[tv->ids.rotating + 1];
   uint32_t ilo = s->first[tv->ids.resident];
   if (tv->subepoch == 0) {
-    memset(v.acc[0], 0, (size_t)v.h->n * 8);
-    s->D = 0;
+    memset(v.acc[0], 0, (size_t)v.h->n * 16);
+    s->D[0] = s->D[1] = 0;
   }
   for (uint32_t u = jlo; u < jhi; u++) {
     s->c[u] = G[u] * s->inv[u];
-    if (s->inv[u] == 0) s->D += G[u];
+    if (s->inv[u] == 0) pr_dd_add(s->D, G[u]);
   }
   pr_tile_scatter(tv->data->buf, 0, s->c + jlo, v.acc[0]);
   if (tv->subepoch == (int)B - 1) {
-    double base = (1 - d) / n;
+    double base = (1 - d) / n, D = pr_dd_value(s->D);
     for (uint32_t k = 0; k < v.h->n; k++) {
-      float r = (float)(base + d * (v.acc[0][k] + s->D / n));
+      float r = (float)(base + d * (pr_dd_value(v.acc[0] + 2 * (size_t)k) + D / n));
       partials[P_L1] += fabs((double)r - G[ilo + k]);
       partials[P_SUM] += r;
       if (v.truth) partials[P_SSE] += ((double)r - v.truth[k]) * ((double)r - v.truth[k]);
@@ -594,10 +610,9 @@ static int pr_block_objective(void *vs, int pass, strata_block_kind kind, int id
   if (s->meta.ps || kind != STRATA_BLOCK_RESIDENT) return 0;
   res_view v = res_open(b->buf);
   int cur = pass & 1;
-  double d = s->meta.damping, D = 0, base = (1 - d) / s->meta.n;
-  for (uint32_t k = 0; k < v.h->B; k++) D += v.dsum[cur][k];
+  double d = s->meta.damping, D = dsum_total(v.dsum[cur], v.h->B), base = (1 - d) / s->meta.n;
   for (uint32_t u = 0; u < v.h->n; u++) {
-    double r = base + d * (v.acc[cur][u] + D / s->meta.n);
+    double r = base + d * (pr_dd_value(v.acc[cur] + 2 * (size_t)u) + D / s->meta.n);
     partials[P_L1] += fabs(r - v.rank[u]);
     partials[P_SUM] += r;
     if (v.truth) partials[P_SSE] += (r - v.truth[u]) * (r - v.truth[u]);
@@ -653,13 +668,13 @@ static int final_ranks(const pr_config *cfg, const strata_setup *setup, const st
     return 0;
   }
   int cur = (setup->passes - 1) & 1;
-  double d = cfg->damping, D = 0;
+  double d = cfg->damping;
   res_view v0 = res_open(prob->resident[0].buf);
-  for (uint32_t k = 0; k < v0.h->B; k++) D += v0.dsum[cur][k];
+  double D = dsum_total(v0.dsum[cur], v0.h->B);
   for (int i = 0; i < pv->B; i++) {
     res_view v = res_open(prob->resident[i].buf);
     for (uint32_t u = 0; u < v.h->n; u++)
-      r[pv->first[i] + u] = (1 - d) / n + d * (v.acc[cur][u] + D / n);
+      r[pv->first[i] + u] = (1 - d) / n + d * (pr_dd_value(v.acc[cur] + 2 * (size_t)u) + D / n);
   }
   return 0;
 }

@@ -50,7 +50,7 @@ int pr_graph_read(const char *path, pr_graph *g);
  * uint32: (source - group's src_base) << PR_SUB_BITS | (destination -
  * group's dst_base). Data block layout: pr_tile, then depth + 1 group
  * offsets (uint32), the groups, the edges. */
-#define PR_SUB_BITS 16
+#define PR_SUB_BITS 17
 #define PR_SUB_VERTS (1u << PR_SUB_BITS)
 #define PR_WIN_BITS (32 - PR_SUB_BITS)
 #define PR_WIN_VERTS (1u << PR_WIN_BITS)
@@ -96,8 +96,21 @@ void pr_chunk_verts(uint32_t nv, uint32_t per_row, uint32_t rows_extra, int dept
 int pr_tiles_build(const pr_blocks *bl, const uint64_t *off, const uint32_t *adj, uint32_t per_row,
                    uint32_t rows_extra, int depth, void **tiles, size_t *lens);
 
+/* Compensated accumulation: hl = (hi, lo) holds hi + lo, and adding c
+ * keeps the rounding error of hi + c in lo (Knuth's TwoSum). A sum of many
+ * terms is then correct to about one rounding of its value whatever their
+ * order, so the ranks do not depend on the blocking or the number of
+ * workers beyond the last bit. */
+static inline void pr_dd_add(double *hl, double c) {
+  double h = hl[0], s = h + c, bb = s - h;
+  hl[1] += (h - (s - bb)) + (c - bb);
+  hl[0] = s;
+}
+static inline double pr_dd_value(const double *hl) { return hl[0] + hl[1]; }
+
 /* acc[dst] += c[src] over the edges of chunk `chunk` of tile t (c: the
- * source block's values, block-local; acc: the destination block's). */
+ * source block's values, block-local; acc: the destination block's
+ * accumulators, (hi, lo) pairs as pr_dd_add keeps them). */
 void pr_tile_scatter(const pr_tile *t, int chunk, const double *c, double *acc);
 
 #endif

@@ -143,15 +143,13 @@ void pr_tile_scatter(const pr_tile *t, int chunk, const double *c, double *acc) 
   for (uint32_t k = co[chunk]; k < co[chunk + 1]; k++) {
     const uint32_t *e = E + g[k].off;
     const double *cs = c + g[k].src_base;
-    double *a = acc + g[k].dst_base;
+    double *a = acc + 2 * (size_t)g[k].dst_base;
     uint32_t cnt = g[k].count, x = 0;
-    for (; x + 4 <= cnt; x += 4) {
-      uint32_t e0 = e[x], e1 = e[x + 1], e2 = e[x + 2], e3 = e[x + 3];
-      a[e0 & mask] += cs[e0 >> PR_SUB_BITS];
-      a[e1 & mask] += cs[e1 >> PR_SUB_BITS];
-      a[e2 & mask] += cs[e2 >> PR_SUB_BITS];
-      a[e3 & mask] += cs[e3 >> PR_SUB_BITS];
+    for (; x + 2 <= cnt; x += 2) {
+      uint32_t e0 = e[x], e1 = e[x + 1];
+      pr_dd_add(a + 2 * (e0 & mask), cs[e0 >> PR_SUB_BITS]);
+      pr_dd_add(a + 2 * (e1 & mask), cs[e1 >> PR_SUB_BITS]);
     }
-    for (; x < cnt; x++) a[e[x] & mask] += cs[e[x] >> PR_SUB_BITS];
+    for (; x < cnt; x++) pr_dd_add(a + 2 * (e[x] & mask), cs[e[x] >> PR_SUB_BITS]);
   }
 }
