@@ -657,6 +657,7 @@ PLOTS = [
     ("scale_model", "predicted time per pass for 1-256 workers (Netflix and its duplicates)"),
     ("sfb_objective_vs_time", "MLR train_loss against training seconds, serial / sfb / bsp / ssp "
      "on the largest J x D (first repeat)"),
+    ("pagerank_time_per_pass", "PageRank time per pass by mode, median with min-max bars"),
     ("pagerank_sse_vs_time", "PageRank SSE from the ground truth against training seconds, per "
      "mode (first repeat, log scale)"),
     ("sfb_objective_vs_samples", "MLR train_loss against samples processed, the same runs"),
@@ -730,6 +731,15 @@ def plots(r, out, model):
                 s += f"{t} {pp['sse']}\n"
         files[f"pagerank_{i}.dat"] = s
         cmds.append(f"'pagerank_{i}.dat' using 1:2 with linespoints title {q(label)}")
+    d = ""
+    for i, ((label, w, tr), xs) in enumerate(points(recs, "pagerank", "pagerank").items()):
+        t = spread([x["metrics"]["time_per_pass_s"] * 1e3 for x in xs])
+        d += f"{i} {q(label + (' P=' + str(w) if w else ''))} {t[1]} {t[0]} {t[2]}\n"
+    gnuplot(out, "pagerank_time_per_pass",
+            "set title 'PageRank: time per pass by mode'\nset ylabel 'ms per pass'\n"
+            "set style fill solid 0.6\nset boxwidth 0.6\nset xtics rotate by -35\nset yrange [0:*]\n"
+            "plot 'pr_modes.dat' using 1:3:xtic(2) with boxes notitle, "
+            "'' using 1:3:4:5 with yerrorbars lc rgb 'black' pt 0 notitle\n", {"pr_modes.dat": d})
     if cmds:
         gnuplot(out, "pagerank_sse_vs_time", "set title 'PageRank: SSE from the ground truth "
                 "against time'\nset xlabel 'training seconds'\nset ylabel 'SSE'\nset logscale y\n"

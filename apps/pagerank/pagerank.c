@@ -484,8 +484,9 @@ typedef struct pr_state {
   pr_meta meta;
   uint32_t *first; /* B + 1 */
   double *inv; /* parameter-server modes: 1 / out-degree of every vertex (0: dangling) */
-  double *c;   /* parameter-server modes: a source block's contributions */
-  double D[2]; /* parameter-server modes: the dangling rank read so far this pass, (hi, lo) */
+  double *c;   /* parameter-server modes: every vertex's contribution, read at the pass's start */
+  double D;    /* parameter-server modes: the dangling rank read then */
+  int pass_read; /* the pass c and D were read for (-1: none) */
   strata_mode mode;
 } pr_state;
 
@@ -506,6 +507,7 @@ static int pr_worker_init(const void *cfg, const strata_setup *setup, const void
   /* The meta bytes are the engine's only during this call. */
   s->meta = *mt;
   s->mode = setup->mode;
+  s->pass_read = -1;
   if (!(s->first = strata_malloc(((size_t)mt->B + 1) * 4))) {
     pr_worker_free(s);
     return oom();
@@ -573,19 +575,24 @@ static int compute_ps(pr_state *s, const strata_task_view *tv, double *partials)
   float *G = tv->global->buf;
   double d = s->meta.damping;
   uint32_t n = s->meta.n, B = s->meta.B;
-  uint32_t jlo = s->first[tv->ids.rotating], jhi = s->first[tv->ids.rotating + 1];
+  uint32_t jlo = s->first[tv->ids.rotating];
   uint32_t ilo = s->first[tv->ids.resident];
-  if (tv->subepoch == 0) {
-    memset(v.acc[0], 0, (size_t)v.h->n * 16);
-    s->D[0] = s->D[1] = 0;
+  /* The pass reads the ranks once, at the worker's first task: a worker
+   * holding several rows writes one row's new ranks before its other rows
+   * are done, and those must not read them in the same pass. */
+  if (s->pass_read != tv->pass) {
+    double D[2] = {0, 0};
+    for (uint32_t u = 0; u < n; u++) {
+      s->c[u] = G[u] * s->inv[u];
+      if (s->inv[u] == 0) pr_dd_add(D, G[u]);
+    }
+    s->D = pr_dd_value(D);
+    s->pass_read = tv->pass;
   }
-  for (uint32_t u = jlo; u < jhi; u++) {
-    s->c[u] = G[u] * s->inv[u];
-    if (s->inv[u] == 0) pr_dd_add(s->D, G[u]);
-  }
+  if (tv->subepoch == 0) memset(v.acc[0], 0, (size_t)v.h->n * 16);
   pr_tile_scatter(tv->data->buf, 0, s->c + jlo, v.acc[0]);
   if (tv->subepoch == (int)B - 1) {
-    double base = (1 - d) / n, D = pr_dd_value(s->D);
+    double base = (1 - d) / n, D = s->D;
     for (uint32_t k = 0; k < v.h->n; k++) {
       float r = (float)(base + d * (pr_dd_value(v.acc[0] + 2 * (size_t)k) + D / n));
       partials[P_L1] += fabs((double)r - G[ilo + k]);

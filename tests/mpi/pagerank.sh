@@ -156,6 +156,10 @@ mpi 3 "$PR" --mode bsp --graph g.txt --passes 7 --model-out bsp --metrics-out bs
 rc=$?; [ "$rc" = 0 ] || show_log bsp.log
 expect_rc 0 "$rc" "bsp, 2 workers"
 cmp_ranks bsp/ranks.txt s7/ranks.txt 1e-5 "bsp (float table) against serial"
+mpi 3 "$PR" --mode bsp --graph g.txt --passes 7 --strata 3 --model-out bsp3 -q >bsp3.log 2>&1
+rc=$?; [ "$rc" = 0 ] || show_log bsp3.log
+expect_rc 0 "$rc" "bsp, 2 workers, 3 strata (a worker holds two rows)"
+cmp_ranks bsp3/ranks.txt s7/ranks.txt 1e-5 "bsp with 3 strata against serial"
 for mode in ssp async; do
   mpi 3 "$PR" --mode $mode --graph g.txt --passes 20 --metrics-out $mode.json -q >$mode.log 2>&1
   rc=$?; [ "$rc" = 0 ] || show_log $mode.log
