@@ -22,9 +22,9 @@
  *
  * Parameter-server modes (data-parallel, as the bounded-staleness paper's
  * NanTable): the ranks are the global block, float rows of the table; a
- * worker takes the edges into its destination blocks, reads the source
- * ranks under the mode's staleness, and at its last task of a pass writes
- * its blocks' new ranks (one writer per row). BSP then computes the same
+ * worker takes the edges into its destination blocks, reads the ranks once
+ * per pass (at its first task) under the mode's staleness, and at each
+ * row's last task writes that block's new ranks (one writer per row). BSP then computes the same
  * iteration in float; SSP and async read ranks up to s clocks old.
  *
  * Quality per pass, as the paper measures it: the sum of squared errors
