@@ -50,7 +50,7 @@ int pr_graph_read(const char *path, pr_graph *g);
  * uint32: (source - group's src_base) << PR_SUB_BITS | (destination -
  * group's dst_base). Data block layout: pr_tile, then depth + 1 group
  * offsets (uint32), the groups, the edges. */
-#define PR_SUB_BITS 16
+#define PR_SUB_BITS 17
 #define PR_SUB_VERTS (1u << PR_SUB_BITS)
 #define PR_WIN_BITS (32 - PR_SUB_BITS)
 #define PR_WIN_VERTS (1u << PR_WIN_BITS)
