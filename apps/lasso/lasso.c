@@ -59,7 +59,7 @@ typedef struct lasso_config {
   strata_opt_double lambda, lambda_ratio;
   int path, path_passes;
   int schedule;
-  int set_size, rounds;
+  int set_size, rounds, sweeps;
   double eta, corr_threshold;
 } lasso_config;
 
@@ -90,14 +90,20 @@ static const strata_option lasso_options[] = {
      "static: cyclic sweeps of each worker's features; dynamic: sampled sets by priority, "
      "updated in parallel",
      NULL},
+    {"sweeps", 0, STRATA_OPT_INT, OPT(sweeps), "1", "S", 1, 1000, NULL,
+     "static: sweeps over a chunk's own features per visit (more makes the concurrent slices of "
+     "bsp/ssp/async closer to exact block solves, which correlated features need)",
+     NULL},
     {"set-size", 'U', STRATA_OPT_INT, OPT(set_size), "16", "U", 1, 1 << 20, NULL,
      "dynamic: features sampled per round (before the correlation filter)", NULL},
     {"rounds", 0, STRATA_OPT_INT, OPT(rounds), "0", "R", 0, 1 << 30, NULL,
      "dynamic: rounds per pass per row block, spread over its chunks by their features "
      "(0: a tenth of a sweep, features / (10 U))",
      NULL},
-    {"eta", 0, STRATA_OPT_DOUBLE, OPT(eta), "1e-6", "E", 0, 1e300, NULL,
-     "dynamic: priority floor, so that zero coefficients are still checked", NULL},
+    {"eta", 0, STRATA_OPT_DOUBLE, OPT(eta), "0.1", "E", 0, 1, NULL,
+     "dynamic: the share of draws uniform over the features (the rest ~ last change^2), so "
+     "that zero coefficients are still checked",
+     NULL},
     {"corr-threshold", 0, STRATA_OPT_DOUBLE, OPT(corr_threshold), "0.1", "C", 0, 1, NULL,
      "dynamic: drop a sampled feature whose |correlation| with one kept exceeds C (1: no filter)",
      NULL},
@@ -315,24 +321,25 @@ static int lasso_compute(void *state, const strata_task_view *tv, double *partia
   if (cfg->schedule == SCHED_STATIC || tv->pass == 0) {
     /* Cyclic; also the dynamic schedule's first pass, which gives every
      * feature a priority from a real step. */
-    for (uint32_t k = first; k < hi; k += (uint32_t)B) {
-      double n2 = X.norm2[k];
-      if (n2 <= 0) continue;
-      double old = seen[k];
-      float b = cd_step(col_dot(&X, k, r) + n2 * old, thr, n2);
-      touched += X.cp[k + 1] - X.cp[k];
-      updates++;
-      if (b != seen[k]) {
-        double d = (double)b - old;
-        col_axpy(&X, k, d, r);
+    for (int sw = 0; sw < (cfg->schedule == SCHED_STATIC ? cfg->sweeps : 1); sw++)
+      for (uint32_t k = first; k < hi; k += (uint32_t)B) {
+        double n2 = X.norm2[k];
+        if (n2 <= 0) continue;
+        double old = seen[k];
+        float b = cd_step(col_dot(&X, k, r) + n2 * old, thr, n2);
         touched += X.cp[k + 1] - X.cp[k];
-        seen[k] = beta[k] = b;
-        maxd = fmax(maxd, fabs(d));
-        prio[k] = (float)(d * d);
-      } else {
-        prio[k] = 0;
+        updates++;
+        if (b != seen[k]) {
+          double d = (double)b - old;
+          col_axpy(&X, k, d, r);
+          touched += X.cp[k + 1] - X.cp[k];
+          seen[k] = beta[k] = b;
+          maxd = fmax(maxd, fabs(d));
+          prio[k] = (float)(d * d);
+        } else {
+          prio[k] = 0;
+        }
       }
-    }
   } else {
     uint32_t m = 0;
     for (uint32_t k = first; k < hi; k += (uint32_t)B)
@@ -342,14 +349,16 @@ static int lasso_compute(void *state, const strata_task_view *tv, double *partia
     uint64_t before = owned_below(X.f0 + lo, B, i), after = owned_below(X.f0 + hi, B, i);
     uint64_t rounds = S ? R * after / S - R * before / S : 0;
     if (m == 0 || rounds == 0) goto done;
-    double sum = 0;
-    for (uint32_t s = 0; s < m; s++) sum += (w->weight[s] = prio[w->slice[s]] + cfg->eta);
-    if (!(sum > 0)) {
-      for (uint32_t s = 0; s < m; s++) w->weight[s] = 1;
-      sum = m;
+    /* Draws mix eta uniform over the slice with 1 - eta ~ prio (an alias
+     * table over the chunk's slice, built once per chunk: the priorities
+     * of the chunk's rounds are those the chunk began with). */
+    double sum = 0, eta = cfg->eta;
+    for (uint32_t s = 0; s < m; s++) sum += (w->weight[s] = prio[w->slice[s]]);
+    if (!(sum > 0) || !isfinite(sum)) eta = 1;
+    else {
+      for (uint32_t s = 0; s < m; s++) w->weight[s] *= m / sum;
+      strata_alias_build(w->weight, m, w->alias, w->awork);
     }
-    for (uint32_t s = 0; s < m; s++) w->weight[s] *= m / sum;
-    strata_alias_build(w->weight, m, w->alias, w->awork);
     strata_rng rng;
     strata_rng_seed(&rng, strata_mix64(w->seed ^ strata_mix64(((uint64_t)tv->pass << 32) ^
                                                                ((uint64_t)tv->ids.data << 8) ^
@@ -362,8 +371,9 @@ static int lasso_compute(void *state, const strata_task_view *tv, double *partia
         w->stamp_now = 1;
       }
       for (uint64_t u = 0; u < U && nc < m; u++) {
+        int uniform = strata_rng_uniform(&rng) < eta;
         uint32_t c = (uint32_t)strata_rng_below(&rng, m);
-        if (strata_rng_uniform(&rng) >= w->weight[c]) c = w->alias[c];
+        if (!uniform && strata_rng_uniform(&rng) >= w->weight[c]) c = w->alias[c];
         if (w->stamp[c] == w->stamp_now) continue;
         w->stamp[c] = w->stamp_now;
         w->cand[nc++] = w->slice[c];
