@@ -60,7 +60,7 @@ typedef struct lasso_config {
   int path, path_passes;
   int schedule;
   int set_size, rounds, sweeps;
-  double eta, corr_threshold;
+  double eta, corr_threshold, damping;
 } lasso_config;
 
 #define OPT(f) offsetof(lasso_config, f)
@@ -93,6 +93,10 @@ static const strata_option lasso_options[] = {
     {"sweeps", 0, STRATA_OPT_INT, OPT(sweeps), "1", "S", 1, 1000, NULL,
      "static: sweeps over a chunk's own features per visit (more makes the concurrent slices of "
      "bsp/ssp/async closer to exact block solves, which correlated features need)",
+     NULL},
+    {"damping", 0, STRATA_OPT_DOUBLE, OPT(damping), "0", "A", 0, 1, NULL,
+     "take A of each coordinate step (0: 1 with one worker, else 1/P): the workers' concurrent "
+     "steps act on one residual, and undamped they overshoot when features outnumber examples",
      NULL},
     {"set-size", 'U', STRATA_OPT_INT, OPT(set_size), "16", "U", 1, 1 << 20, NULL,
      "dynamic: features sampled per round (before the correlation filter)", NULL},
@@ -205,9 +209,9 @@ static inline void col_axpy(const colview *X, uint32_t k, double d, double *rest
 
 /* The coordinate minimiser from z = x.r + |x|^2 old: S(z, N lambda) / |x|^2,
  * rounded to float (the residual follows the rounded value). */
-static inline float cd_step(double z, double thr, double norm2) {
+static inline float cd_step(double z, double thr, double norm2, double old, double alpha) {
   double b = z > thr ? (z - thr) / norm2 : z < -thr ? (z + thr) / norm2 : 0;
-  return (float)b;
+  return (float)(alpha == 1 ? b : old + alpha * (b - old));
 }
 
 /* ---- worker ------------------------------------------------------------- */
@@ -218,10 +222,12 @@ typedef struct lasso_worker {
   int B;
   uint64_t seed;
   uint32_t cap; /* features of the largest block */
+  double alpha; /* the damping in effect */
   /* dynamic schedule scratch */
-  uint32_t *slice, *alias, *awork, *cand, *kept, *stamp;
+  uint32_t *slice, *cand, *kept, *stamp;
+  uint32_t *live, *leaf; /* the tree's slice positions; slice position -> leaf + 1 (0: none) */
   uint32_t stamp_now;
-  double *weight, *dense;
+  double *tree, *dense; /* tree: 2 T sums over a chunk's slice (T = pow2 >= cap) */
   float *newb;
 } lasso_worker;
 
@@ -229,12 +235,12 @@ static void lasso_worker_free(void *state) {
   lasso_worker *w = state;
   if (!w) return;
   strata_free(w->slice);
-  strata_free(w->alias);
-  strata_free(w->awork);
   strata_free(w->cand);
   strata_free(w->kept);
   strata_free(w->stamp);
-  strata_free(w->weight);
+  strata_free(w->tree);
+  strata_free(w->live);
+  strata_free(w->leaf);
   strata_free(w->dense);
   strata_free(w->newb);
   strata_free(w);
@@ -251,18 +257,21 @@ static int lasso_worker_init(const void *vcfg, const strata_setup *setup, const 
   w->B = setup->strata;
   w->seed = setup->seed;
   w->cap = w->m.p / (uint32_t)w->B + 1;
+  w->alpha = cfg->damping > 0 ? cfg->damping : 1.0 / setup->workers;
   if (cfg->schedule == SCHED_DYNAMIC) {
     size_t c = w->cap, u = (size_t)cfg->set_size;
     w->slice = strata_malloc(c * 4);
-    w->alias = strata_malloc(c * 4);
-    w->awork = strata_malloc(c * 4);
     w->stamp = strata_calloc(c, 4);
-    w->weight = strata_malloc(c * 8);
+    size_t T = 1;
+    while (T < c) T <<= 1;
+    w->tree = strata_malloc(2 * T * 8);
+    w->live = strata_malloc(c * 4);
+    w->leaf = strata_calloc(c, 4);
     w->cand = strata_malloc(u * 4);
     w->kept = strata_malloc(u * 4);
     w->newb = strata_malloc(u * 4);
     w->dense = strata_calloc(w->m.n, 8);
-    if (!w->slice || !w->alias || !w->awork || !w->stamp || !w->weight || !w->cand || !w->kept ||
+    if (!w->slice || !w->stamp || !w->tree || !w->live || !w->leaf || !w->cand || !w->kept ||
         !w->newb || !w->dense) {
       lasso_worker_free(w);
       return strata_err_set(STRATA_ENOMEM, "lasso: out of memory");
@@ -326,7 +335,7 @@ static int lasso_compute(void *state, const strata_task_view *tv, double *partia
         double n2 = X.norm2[k];
         if (n2 <= 0) continue;
         double old = seen[k];
-        float b = cd_step(col_dot(&X, k, r) + n2 * old, thr, n2);
+        float b = cd_step(col_dot(&X, k, r) + n2 * old, thr, n2, old, w->alpha);
         touched += X.cp[k + 1] - X.cp[k];
         updates++;
         if (b != seen[k]) {
@@ -349,16 +358,23 @@ static int lasso_compute(void *state, const strata_task_view *tv, double *partia
     uint64_t before = owned_below(X.f0 + lo, B, i), after = owned_below(X.f0 + hi, B, i);
     uint64_t rounds = S ? R * after / S - R * before / S : 0;
     if (m == 0 || rounds == 0) goto done;
-    /* Draws mix eta uniform over the slice with 1 - eta ~ prio (an alias
-     * table over the chunk's slice, built once per chunk: the priorities
-     * of the chunk's rounds are those the chunk began with). */
-    double sum = 0, eta = cfg->eta;
-    for (uint32_t s = 0; s < m; s++) sum += (w->weight[s] = prio[w->slice[s]]);
-    if (!(sum > 0) || !isfinite(sum)) eta = 1;
-    else {
-      for (uint32_t s = 0; s < m; s++) w->weight[s] *= m / sum;
-      strata_alias_build(w->weight, m, w->alias, w->awork);
+    /* Draws mix eta uniform over the slice with 1 - eta ~ prio, from a sum
+     * tree over the slice's features with a priority (prio > 0: leaf l is
+     * slice position live[l]), which follows every change, so that a
+     * coefficient that has settled stops drawing the rounds after it. Only
+     * the live features are in it (a few per chunk once the support has
+     * formed), so it stays in cache; a feature a uniform draw wakes joins
+     * while there is room (T leaves), else at the chunk's next visit. */
+    double *tree = w->tree, eta = cfg->eta;
+    uint32_t nl = 0, T = 1;
+    for (uint32_t s = 0; s < m; s++)
+      if (prio[w->slice[s]] > 0) w->live[nl++] = s;
+    while (T < nl + (nl < m ? (m - nl < 64 ? m - nl : 64) : 0)) T <<= 1;
+    for (uint32_t l = 0; l < T; l++) {
+      tree[T + l] = l < nl ? prio[w->slice[w->live[l]]] : 0;
+      if (l < nl) w->leaf[w->live[l]] = l + 1;
     }
+    for (uint32_t v = T - 1; v >= 1; v--) tree[v] = tree[2 * v] + tree[2 * v + 1];
     strata_rng rng;
     strata_rng_seed(&rng, strata_mix64(w->seed ^ strata_mix64(((uint64_t)tv->pass << 32) ^
                                                                ((uint64_t)tv->ids.data << 8) ^
@@ -371,53 +387,81 @@ static int lasso_compute(void *state, const strata_task_view *tv, double *partia
         w->stamp_now = 1;
       }
       for (uint64_t u = 0; u < U && nc < m; u++) {
-        int uniform = strata_rng_uniform(&rng) < eta;
-        uint32_t c = (uint32_t)strata_rng_below(&rng, m);
-        if (!uniform && strata_rng_uniform(&rng) >= w->weight[c]) c = w->alias[c];
+        uint32_t c;
+        if (strata_rng_uniform(&rng) < eta || !(tree[1] > 0)) {
+          c = (uint32_t)strata_rng_below(&rng, m);
+        } else {
+          double x = strata_rng_uniform(&rng) * tree[1];
+          uint32_t v = 1;
+          while (v < T) {
+            v *= 2;
+            if (x >= tree[v] && tree[v + 1] > 0) x -= tree[v++];
+          }
+          c = w->live[v - T];
+        }
         if (w->stamp[c] == w->stamp_now) continue;
         w->stamp[c] = w->stamp_now;
-        w->cand[nc++] = w->slice[c];
+        w->cand[nc++] = c;
+        /* Sampled columns lie anywhere in X: ask for them now, so that
+         * their cache misses overlap instead of stalling each dot. */
+        __builtin_prefetch(&X.cp[w->slice[c]]);
       }
       /* The correlation filter: x_a scattered into a dense vector, dotted
        * with each kept column. */
       for (uint32_t c = 0; c < nc; c++) {
-        uint32_t a = w->cand[c];
+        uint32_t a = w->slice[w->cand[c]];
         int keep = 1;
         if (ct < 1 && nk > 0) {
           for (uint64_t x = X.cp[a]; x < X.cp[a + 1]; x++) w->dense[X.row[x]] = X.val[x];
           for (uint32_t q = 0; q < nk && keep; q++) {
-            uint32_t b = w->kept[q];
+            uint32_t b = w->slice[w->kept[q]];
             double dot = col_dot(&X, b, w->dense);
             touched += X.cp[b + 1] - X.cp[b];
             if (fabs(dot) > ct * sqrt(X.norm2[a] * X.norm2[b])) keep = 0;
           }
           for (uint64_t x = X.cp[a]; x < X.cp[a + 1]; x++) w->dense[X.row[x]] = 0;
         }
-        if (keep) w->kept[nk++] = a;
+        if (keep) w->kept[nk++] = w->cand[c];
+      }
+      for (uint32_t q = 0; q < nk; q++) {
+        uint32_t k = w->slice[w->kept[q]];
+        for (uint64_t x = X.cp[k], e = X.cp[k + 1]; x < e; x += 8) {
+          __builtin_prefetch(&X.val[x]);
+          __builtin_prefetch(&X.row[x]);
+        }
       }
       /* Jacobi: every step from the same residual, then all applied. */
       for (uint32_t q = 0; q < nk; q++) {
-        uint32_t k = w->kept[q];
+        uint32_t k = w->slice[w->kept[q]];
         double n2 = X.norm2[k];
-        w->newb[q] = cd_step(col_dot(&X, k, r) + n2 * seen[k], thr, n2);
+        w->newb[q] = cd_step(col_dot(&X, k, r) + n2 * seen[k], thr, n2, seen[k], w->alpha);
         touched += X.cp[k + 1] - X.cp[k];
       }
       updates += nk;
       for (uint32_t q = 0; q < nk; q++) {
-        uint32_t k = w->kept[q];
+        uint32_t c = w->kept[q], k = w->slice[c];
         float b = w->newb[q];
-        if (b != seen[k]) {
-          double d = (double)b - (double)seen[k];
+        double d = (double)b - (double)seen[k];
+        if (d != 0) {
           col_axpy(&X, k, d, r);
           touched += X.cp[k + 1] - X.cp[k];
           seen[k] = beta[k] = b;
           maxd = fmax(maxd, fabs(d));
-          prio[k] = (float)(d * d);
-        } else {
-          prio[k] = 0;
+        }
+        prio[k] = (float)(d * d);
+        /* the new priority up the tree */
+        if (!w->leaf[c] && prio[k] > 0 && nl < T) {
+          w->live[nl] = c;
+          w->leaf[c] = ++nl;
+        }
+        if (w->leaf[c]) {
+          uint32_t v = T + w->leaf[c] - 1;
+          double delta = prio[k] - tree[v];
+          for (; v >= 1; v /= 2) tree[v] += delta;
         }
       }
     }
+    for (uint32_t l = 0; l < nl; l++) w->leaf[w->live[l]] = 0;
   }
 done:
   partials[P_MAXD] = fmax(partials[P_MAXD], maxd);
