@@ -43,15 +43,17 @@ run() { # NAME NP ARGS...: one run, its metrics in OUT/NAME.json
 run optimum 1 --mode serial --passes "$OPT_PASSES" --model-out "$OUT/optimum"
 run serial 1 --mode serial --passes 200
 run static "$np" --mode scheduled --passes 300
-run dynamic "$np" --mode scheduled --schedule dynamic --set-size 64 --corr-threshold 1 \
-  --rounds 1600 --passes 400
+run dynamic "$np" --mode scheduled --schedule dynamic --set-size 16 --corr-threshold 1 \
+  --passes 300
+run dynamic_filtered "$np" --mode scheduled --schedule dynamic --set-size 16 --passes 300
+run dynamic_serial 1 --mode serial --schedule dynamic --set-size 16 --corr-threshold 1 --passes 300
 run ssp "$np" --mode ssp --passes 300
 run async "$np" --mode async --passes 300
 
 # The filter on correlated columns (diabetes): Jacobi over all 10 at once.
 div=skipped conv=skipped
 if [ -f "$DIABETES" ]; then
-  d=(--mode serial --schedule dynamic --set-size 10 --rounds 3 --data "$DIABETES" --standardize
+  d=(--mode serial --schedule dynamic --set-size 10 --rounds 10 --data "$DIABETES" --standardize
      --lambda-ratio 0.01 --passes 200 -q)
   set +e
   "$BIN" "${d[@]}" --corr-threshold 1 >"$OUT/div.out" 2>&1
@@ -69,7 +71,7 @@ F = opt["final_objective"]
 print(f"optimum F* = {F!r} (serial, {opt['passes']} passes; lambda = {opt['lambda']:.6g}, "
       f"lambda_max = {opt['lambda_max']:.6g}, {opt['final_nonzeros']} nonzeros)")
 rows = []
-for name in ["serial", "static", "dynamic", "ssp", "async"]:
+for name in ["serial", "static", "dynamic", "dynamic_filtered", "dynamic_serial", "ssp", "async"]:
     try:
         m = json.load(open(f"{out}/{name}.json"))
     except OSError:
@@ -86,13 +88,13 @@ for name in ["serial", "static", "dynamic", "ssp", "async"]:
     rows.append((name, m["mode"], hit, tpp, touched, pp[-1]["objective"]))
 base = rows[0][2][1] if rows and rows[0][0] == "serial" and rows[0][2] else None
 print()
-print(f"{'run':8} {'passes to 1e-4':>14} {'time to 1e-4 s':>14} {'vs serial':>9} "
+print(f"{'run':16} {'passes to 1e-4':>14} {'time to 1e-4 s':>14} {'vs serial':>9} "
       f"{'time/pass s':>11} {'touched/pass':>12} {'ns/touched':>10} {'last objective':>16}")
 for name, mode, hit, tpp, touched, last in rows:
     hp = str(hit[0]) if hit else "not reached"
     ht = f"{hit[1]:.3f}" if hit else "-"
     ratio = f"{hit[1] / base:.2f}" if hit and base else "-"
-    print(f"{name:8} {hp:>14} {ht:>14} {ratio:>9} {tpp:11.5f} {touched:12.0f} "
+    print(f"{name:16} {hp:>14} {ht:>14} {ratio:>9} {tpp:11.5f} {touched:12.0f} "
           f"{tpp / touched * 1e9:10.3f} {last:16.10g}")
 print()
 print(f"diabetes, dynamic, set size 10, unfiltered (--corr-threshold 1): {div}")

@@ -26,12 +26,17 @@
  *     so r_i stays y - X seen_i (in double, for the float seen_i);
  *  2. update the features of the chunk that row block i owns:
  *     --schedule static: each in turn (cyclic, Gauss-Seidel);
- *     --schedule dynamic (STRADS-style): rounds that sample --set-size
- *     features with probability ~ (last change)^2 + eta, drop those whose
+ *     --schedule dynamic (STRADS-style): after a first full sweep, each
+ *     chunk sweeps a window of --eta of its features (the next window each
+ *     pass: every zero coefficient checked once per 1/eta passes), then
+ *     runs rounds that sample --set-size features with probability ~
+ *     (last change)^2 (nonzero coefficients with a floor), drop those whose
  *     column correlation with one already kept exceeds --corr-threshold,
- *     and update the kept set in parallel (Jacobi: every step from the same
- *     residual, then all applied). Each new coefficient is rounded to float
- *     before its change goes into the residual.
+ *     and update the kept set in parallel (Jacobi: every step from the
+ *     same residual, then all applied).
+ *     Each new coefficient is rounded to float before its change goes into
+ *     the residual. With P > 1 every step is damped (--damping, 1/P): the
+ *     workers' concurrent steps act on one residual through stale views.
  * With one worker (--mode serial) this is exact cyclic coordinate descent
  * that keeps its residual: the reference of every other mode.
  *
@@ -68,48 +73,63 @@ static const strata_option lasso_options[] = {
     {"data", 'd', STRATA_OPT_STRING | STRATA_OPT_RESUMABLE, OPT(data),
      "synth:n=500,p=400000,density=0.05,nonzeros=100,noise=0.1,seed=1", "FILE|tsv:FILE|synth:...",
      0, 0, NULL,
-     "the examples: a LIBSVM/svmlight file with real targets; a table with a header line and "
-     "the target last (a name ending in .tsv or .tab.txt, or tsv:FILE); or the generator "
-     "synth:n=N,p=P,density=D,nonzeros=K,noise=S,seed=X (unit-norm columns, K true nonzeros)",
+     "the examples: a LIBSVM/svmlight file with real targets; a table with a "
+     "header line and "
+     "the target last (a name ending in .tsv or .tab.txt, or tsv:FILE); or the "
+     "generator "
+     "synth:n=N,p=P,density=D,nonzeros=K,noise=S,seed=X (unit-norm columns, K "
+     "true nonzeros)",
      NULL},
     {"standardize", 0, STRATA_OPT_FLAG, OPT(standardize), NULL, NULL, 0, 0, NULL,
-     "centre every column and scale it to unit population sd (over N), and centre y "
+     "centre every column and scale it to unit population sd (over N), and "
+     "centre y "
      "(the matrix becomes dense)",
      NULL},
     {"lambda", 0, STRATA_OPT_DOUBLE_OPTIONAL, OPT(lambda), NULL, "L", 0, 1e300, NULL,
      "the L1 weight lambda (excludes --lambda-ratio)", NULL},
-    {"lambda-ratio", 0, STRATA_OPT_DOUBLE_OPTIONAL, OPT(lambda_ratio), "0.1", "R", 0, 1e300,
-     NULL, "lambda = R lambda_max, lambda_max = |X^T y|_inf / N (the default, 0.1)", NULL},
+    {"lambda-ratio", 0, STRATA_OPT_DOUBLE_OPTIONAL, OPT(lambda_ratio), "0.1", "R", 0, 1e300, NULL,
+     "lambda = R lambda_max, lambda_max = |X^T y|_inf / N (the default, 0.1)", NULL},
     {"path", 0, STRATA_OPT_INT, OPT(path), "1", "K", 1, 1000, NULL,
-     "a warm-started path of K log-spaced lambdas from lambda_max down to lambda", NULL},
+     "a warm-started path of K log-spaced lambdas from lambda_max down to "
+     "lambda",
+     NULL},
     {"path-passes", 0, STRATA_OPT_INT, OPT(path_passes), "5", "M", 1, 1000000, NULL,
-     "passes per lambda of the path before the next (a fixed count); the last one runs to the "
+     "passes per lambda of the path before the next (a fixed count); the last "
+     "one runs to the "
      "end",
      NULL},
     {"schedule", 0, STRATA_OPT_ENUM, OPT(schedule), "static", NULL, 0, 0, "static|dynamic",
-     "static: cyclic sweeps of each worker's features; dynamic: sampled sets by priority, "
+     "static: cyclic sweeps of each worker's features; dynamic: sampled sets "
+     "by priority, "
      "updated in parallel",
      NULL},
     {"sweeps", 0, STRATA_OPT_INT, OPT(sweeps), "1", "S", 1, 1000, NULL,
-     "static: sweeps over a chunk's own features per visit (more makes the concurrent slices of "
-     "bsp/ssp/async closer to exact block solves, which correlated features need)",
+     "static: sweeps over a chunk's own features per visit (more makes the "
+     "concurrent slices of "
+     "bsp/ssp/async closer to exact block solves, which correlated features "
+     "need)",
      NULL},
     {"damping", 0, STRATA_OPT_DOUBLE, OPT(damping), "0", "A", 0, 1, NULL,
-     "take A of each coordinate step (0: 1 with one worker, else 1/P): the workers' concurrent "
-     "steps act on one residual, and undamped they overshoot when features outnumber examples",
+     "take A of each coordinate step (0: 1 with one worker, else 1/P): the "
+     "workers' concurrent "
+     "steps act on one residual, and undamped they overshoot when features "
+     "outnumber examples",
      NULL},
     {"set-size", 'U', STRATA_OPT_INT, OPT(set_size), "16", "U", 1, 1 << 20, NULL,
      "dynamic: features sampled per round (before the correlation filter)", NULL},
     {"rounds", 0, STRATA_OPT_INT, OPT(rounds), "0", "R", 0, 1 << 30, NULL,
-     "dynamic: rounds per pass per row block, spread over its chunks by their features "
-     "(0: a tenth of a sweep, features / (10 U))",
+     "dynamic: rounds per pass per row block, spread over its chunks by their "
+     "features "
+     "(0: features / (100 U), a hundredth of a sweep)",
      NULL},
     {"eta", 0, STRATA_OPT_DOUBLE, OPT(eta), "0.1", "E", 0, 1, NULL,
-     "dynamic: the share of draws uniform over the features (the rest ~ last change^2), so "
-     "that zero coefficients are still checked",
+     "dynamic: each pass also sweeps a window of this share of the features, "
+     "the next one "
+     "each pass, so that zero coefficients are still checked (0: never)",
      NULL},
     {"corr-threshold", 0, STRATA_OPT_DOUBLE, OPT(corr_threshold), "0.1", "C", 0, 1, NULL,
-     "dynamic: drop a sampled feature whose |correlation| with one kept exceeds C (1: no filter)",
+     "dynamic: drop a sampled feature whose |correlation| with one kept "
+     "exceeds C (1: no filter)",
      NULL},
     {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
 
@@ -132,11 +152,11 @@ typedef struct lasso_priv {
 static lasso_meta coord_meta;
 
 enum { P_LS, P_L1, P_NZ, P_MAXD, P_UPDATES, P_TOUCHED, N_PARTIALS };
-static const strata_reduce lasso_reduce[N_PARTIALS] = {
-    STRATA_REDUCE_SUM, STRATA_REDUCE_SUM, STRATA_REDUCE_SUM,
-    STRATA_REDUCE_MAX, STRATA_REDUCE_SUM, STRATA_REDUCE_SUM};
-static const char *const lasso_objective_names[] = {"objective", "nonzeros", "max_delta",
-                                                    "updates", "touched"};
+static const strata_reduce lasso_reduce[N_PARTIALS] = {STRATA_REDUCE_SUM, STRATA_REDUCE_SUM,
+                                                       STRATA_REDUCE_SUM, STRATA_REDUCE_MAX,
+                                                       STRATA_REDUCE_SUM, STRATA_REDUCE_SUM};
+static const char *const lasso_objective_names[] = {"objective", "nonzeros", "max_delta", "updates",
+                                                    "touched"};
 static const char *const lasso_control_names[] = {"lambda"};
 
 #define ROW_FLOATS 16
@@ -172,8 +192,12 @@ static void colview_of(const strata_block *b, colview *v) {
   size_t off[4];
   colblock_offsets(h->nf, h->nnz, off);
   const char *base = b->buf;
-  *v = (colview){h->nf, h->f0, (const uint64_t *)(base + off[0]), (const double *)(base + off[1]),
-                 (const double *)(base + off[2]), (const uint32_t *)(base + off[3])};
+  *v = (colview){h->nf,
+                 h->f0,
+                 (const uint64_t *)(base + off[0]),
+                 (const double *)(base + off[1]),
+                 (const double *)(base + off[2]),
+                 (const uint32_t *)(base + off[3])};
 }
 
 /* A resident block: r[n] (double), seen[p], prio[p] (float). */
@@ -197,14 +221,16 @@ static inline double col_dot(const colview *X, uint32_t k, const double *restric
     s2 += v[a + 2] * r[ix[a + 2]];
     s3 += v[a + 3] * r[ix[a + 3]];
   }
-  for (; a < e; a++) s0 += v[a] * r[ix[a]];
+  for (; a < e; a++)
+    s0 += v[a] * r[ix[a]];
   return (s0 + s1) + (s2 + s3);
 }
 
 static inline void col_axpy(const colview *X, uint32_t k, double d, double *restrict r) {
   const double *restrict v = X->val;
   const uint32_t *restrict ix = X->row;
-  for (uint64_t a = X->cp[k], e = X->cp[k + 1]; a < e; a++) r[ix[a]] -= d * v[a];
+  for (uint64_t a = X->cp[k], e = X->cp[k + 1]; a < e; a++)
+    r[ix[a]] -= d * v[a];
 }
 
 /* The coordinate minimiser b = S(g + |x|^2 old, N lambda) / |x|^2 (g =
@@ -218,9 +244,34 @@ static inline void col_axpy(const colview *X, uint32_t k, double d, double *rest
 static inline float cd_step(double g, double thr, double norm2, double old, double alpha) {
   double z = g + norm2 * old;
   double b = z > thr ? (z - thr) / norm2 : z < -thr ? (z + thr) / norm2 : 0;
-  if (alpha == 1) return (float)b;
-  if (b == 0 && fabs(old) * norm2 < 0.01 * thr) return 0;
+  if (alpha == 1)
+    return (float)b;
+  if (b == 0 && fabs(old) * norm2 < 0.01 * thr)
+    return 0;
   return (float)(old + alpha * (b - old));
+}
+
+/* One coordinate step on feature k (block-local) against r, Gauss-Seidel:
+ * the change goes into r at once. */
+static inline void cd_update(const colview *X, uint32_t k, double *restrict r, float *seen,
+                             float *beta, float *prio, double thr, double alpha, uint64_t *touched,
+                             double *maxd) {
+  double n2 = X->norm2[k];
+  if (n2 <= 0)
+    return;
+  double old = seen[k];
+  float b = cd_step(col_dot(X, k, r), thr, n2, old, alpha);
+  *touched += X->cp[k + 1] - X->cp[k];
+  if (b != seen[k]) {
+    double d = (double)b - old;
+    col_axpy(X, k, d, r);
+    *touched += X->cp[k + 1] - X->cp[k];
+    seen[k] = beta[k] = b;
+    *maxd = fmax(*maxd, fabs(d));
+    prio[k] = (float)(d * d);
+  } else {
+    prio[k] = 0;
+  }
 }
 
 /* ---- worker ------------------------------------------------------------- */
@@ -234,7 +285,8 @@ typedef struct lasso_worker {
   double alpha; /* the damping in effect */
   /* dynamic schedule scratch */
   uint32_t *slice, *cand, *kept, *stamp;
-  uint32_t *live, *leaf; /* the tree's slice positions; slice position -> leaf + 1 (0: none) */
+  uint32_t *live, *leaf; /* the tree's slice positions; slice position -> leaf +
+                            1 (0: none) */
   uint32_t stamp_now;
   double *tree, *dense; /* tree: 2 T sums over a chunk's slice (T = pow2 >= cap) */
   float *newb;
@@ -242,7 +294,8 @@ typedef struct lasso_worker {
 
 static void lasso_worker_free(void *state) {
   lasso_worker *w = state;
-  if (!w) return;
+  if (!w)
+    return;
   strata_free(w->slice);
   strata_free(w->cand);
   strata_free(w->kept);
@@ -258,9 +311,11 @@ static void lasso_worker_free(void *state) {
 static int lasso_worker_init(const void *vcfg, const strata_setup *setup, const void *meta,
                              size_t meta_len, void **state) {
   const lasso_config *cfg = vcfg;
-  if (meta_len != sizeof(lasso_meta)) return strata_err_set(STRATA_EINVAL, "lasso: bad meta");
+  if (meta_len != sizeof(lasso_meta))
+    return strata_err_set(STRATA_EINVAL, "lasso: bad meta");
   lasso_worker *w = strata_calloc(1, sizeof *w);
-  if (!w) return strata_err_set(STRATA_ENOMEM, "lasso: out of memory");
+  if (!w)
+    return strata_err_set(STRATA_ENOMEM, "lasso: out of memory");
   memcpy(&w->m, meta, sizeof w->m);
   w->cfg = cfg;
   w->B = setup->strata;
@@ -272,7 +327,8 @@ static int lasso_worker_init(const void *vcfg, const strata_setup *setup, const 
     w->slice = strata_malloc(c * 4);
     w->stamp = strata_calloc(c, 4);
     size_t T = 1;
-    while (T < c) T <<= 1;
+    while (T < c)
+      T <<= 1;
     w->tree = strata_malloc(2 * T * 8);
     w->live = strata_malloc(c * 4);
     w->leaf = strata_calloc(c, 4);
@@ -294,10 +350,13 @@ static int lasso_worker_init(const void *vcfg, const strata_setup *setup, const 
  * the target. The same on the coordinator (pass_control) and the workers
  * (block_objective, which is not handed the pass's controls). */
 static double lambda_at(const lasso_config *cfg, const lasso_meta *m, int pass) {
-  if (cfg->path < 2 || m->lambda >= m->lambda_max || m->lambda <= 0) return m->lambda;
+  if (cfg->path < 2 || m->lambda >= m->lambda_max || m->lambda <= 0)
+    return m->lambda;
   int s = pass / cfg->path_passes;
-  if (s > cfg->path - 1) s = cfg->path - 1;
-  if (s == cfg->path - 1) return m->lambda;
+  if (s > cfg->path - 1)
+    s = cfg->path - 1;
+  if (s == cfg->path - 1)
+    return m->lambda;
   return m->lambda_max * pow(m->lambda / m->lambda_max, (double)s / (cfg->path - 1));
 }
 
@@ -312,9 +371,11 @@ static int lasso_compute(void *state, const strata_task_view *tv, double *partia
   colview X;
   colview_of(tv->data, &X);
   uint32_t lo = tv->row_lo * ROW_FLOATS, hi = tv->row_hi * ROW_FLOATS;
-  if (hi > X.nf) hi = X.nf;
+  if (hi > X.nf)
+    hi = X.nf;
   partials[P_MAXD] = fmax(partials[P_MAXD], 0);
-  if (lo >= hi) return 0;
+  if (lo >= hi)
+    return 0;
   size_t roff[2];
   resident_offsets(w->m.n, w->m.p, roff);
   char *res = tv->resident->buf;
@@ -341,53 +402,68 @@ static int lasso_compute(void *state, const strata_task_view *tv, double *partia
      * feature a priority from a real step. */
     for (int sw = 0; sw < (cfg->schedule == SCHED_STATIC ? cfg->sweeps : 1); sw++)
       for (uint32_t k = first; k < hi; k += (uint32_t)B) {
-        double n2 = X.norm2[k];
-        if (n2 <= 0) continue;
-        double old = seen[k];
-        float b = cd_step(col_dot(&X, k, r), thr, n2, old, w->alpha);
-        touched += X.cp[k + 1] - X.cp[k];
-        updates++;
-        if (b != seen[k]) {
-          double d = (double)b - old;
-          col_axpy(&X, k, d, r);
-          touched += X.cp[k + 1] - X.cp[k];
-          seen[k] = beta[k] = b;
-          maxd = fmax(maxd, fabs(d));
-          prio[k] = (float)(d * d);
-        } else {
-          prio[k] = 0;
-        }
+        cd_update(&X, k, r, seen, beta, prio, thr, w->alpha, &touched, &maxd);
+        updates += X.norm2[k] > 0;
       }
   } else {
     uint32_t m = 0;
     for (uint32_t k = first; k < hi; k += (uint32_t)B)
-      if (X.norm2[k] > 0) w->slice[m++] = k;
+      if (X.norm2[k] > 0)
+        w->slice[m++] = k;
     uint64_t S = owned_below(w->m.p, B, i), R = (uint64_t)cfg->rounds, U = (uint64_t)cfg->set_size;
-    if (R == 0) R = (S + 10 * U - 1) / (10 * U);
+    if (R == 0)
+      R = (S + 100 * U - 1) / (100 * U);
     uint64_t before = owned_below(X.f0 + lo, B, i), after = owned_below(X.f0 + hi, B, i);
     uint64_t rounds = S ? R * after / S - R * before / S : 0;
-    if (m == 0 || rounds == 0) goto done;
-    /* Draws mix eta uniform over the slice with 1 - eta ~ prio, from a sum
-     * tree over the slice's features with a priority (prio > 0: leaf l is
-     * slice position live[l]), which follows every change, so that a
-     * coefficient that has settled stops drawing the rounds after it. Only
-     * the live features are in it (a few per chunk once the support has
-     * formed), so it stays in cache; a feature a uniform draw wakes joins
-     * while there is room (T leaves), else at the chunk's next visit. */
-    double *tree = w->tree, eta = cfg->eta;
-    uint32_t nl = 0, T = 1;
-    for (uint32_t s = 0; s < m; s++)
-      if (prio[w->slice[s]] > 0) w->live[nl++] = s;
-    while (T < nl + (nl < m ? (m - nl < 64 ? m - nl : 64) : 0)) T <<= 1;
-    for (uint32_t l = 0; l < T; l++) {
-      tree[T + l] = l < nl ? prio[w->slice[w->live[l]]] : 0;
-      if (l < nl) w->leaf[w->live[l]] = l + 1;
+    if (m == 0)
+      goto done;
+    /* The systematic part: a window of 1/K of the chunk's features (K =
+     * ceil(1 / eta)), the next one each pass, swept in turn, so that every
+     * zero coefficient is checked once every K passes, reading X as a
+     * stream rather than at random. */
+    if (cfg->eta > 0) {
+      uint64_t K = (uint64_t)ceil(1 / cfg->eta), win = (uint64_t)tv->pass % K;
+      for (uint64_t q = m * win / K; q < m * (win + 1) / K; q++) {
+        cd_update(&X, w->slice[q], r, seen, beta, prio, thr, w->alpha, &touched, &maxd);
+        updates++;
+      }
     }
-    for (uint32_t v = T - 1; v >= 1; v--) tree[v] = tree[2 * v] + tree[2 * v + 1];
+    if (rounds == 0)
+      goto done;
+    /* Rounds draw with probability ~ prio = (last change)^2 from a sum tree
+     * over the chunk's features with a priority (prio > 0: leaf l is slice
+     * position live[l]), which follows every change, so that a coefficient
+     * that has settled stops drawing the rounds after it. Only the live
+     * features are in it (a few per chunk once the support has formed), so
+     * it stays in cache. */
+    double *tree = w->tree;
+    uint32_t nl = 0, T = 1;
+    double psum = 0;
+    uint32_t npos = 0;
+    for (uint32_t s = 0; s < m; s++) {
+      uint32_t k = w->slice[s];
+      if (prio[k] > 0 || seen[k] != 0)
+        w->live[nl++] = s;
+      if (prio[k] > 0)
+        psum += prio[k], npos++;
+    }
+    /* A nonzero coefficient that did not move at its last step keeps a
+     * floor, 1% of the mean priority, so that the support is revisited as
+     * the residual changes instead of waiting for the sweep window. */
+    double floor_w = npos ? 0.01 * psum / npos : 1;
+    while (T < nl)
+      T <<= 1;
+    for (uint32_t l = 0; l < T; l++) {
+      tree[T + l] = l < nl ? fmax(prio[w->slice[w->live[l]]], floor_w) : 0;
+      if (l < nl)
+        w->leaf[w->live[l]] = l + 1;
+    }
+    for (uint32_t v = T - 1; v >= 1; v--)
+      tree[v] = tree[2 * v] + tree[2 * v + 1];
     strata_rng rng;
     strata_rng_seed(&rng, strata_mix64(w->seed ^ strata_mix64(((uint64_t)tv->pass << 32) ^
-                                                               ((uint64_t)tv->ids.data << 8) ^
-                                                               (uint64_t)tv->chunk)));
+                                                              ((uint64_t)tv->ids.data << 8) ^
+                                                              (uint64_t)tv->chunk)));
     double ct = cfg->corr_threshold;
     for (uint64_t t = 0; t < rounds; t++) {
       uint32_t nc = 0, nk = 0;
@@ -396,19 +472,18 @@ static int lasso_compute(void *state, const strata_task_view *tv, double *partia
         w->stamp_now = 1;
       }
       for (uint64_t u = 0; u < U && nc < m; u++) {
-        uint32_t c;
-        if (strata_rng_uniform(&rng) < eta || !(tree[1] > 0)) {
-          c = (uint32_t)strata_rng_below(&rng, m);
-        } else {
-          double x = strata_rng_uniform(&rng) * tree[1];
-          uint32_t v = 1;
-          while (v < T) {
-            v *= 2;
-            if (x >= tree[v] && tree[v + 1] > 0) x -= tree[v++];
-          }
-          c = w->live[v - T];
+        if (!(tree[1] > 0))
+          break; /* nothing moved: nothing to draw */
+        double x = strata_rng_uniform(&rng) * tree[1];
+        uint32_t v = 1;
+        while (v < T) {
+          v *= 2;
+          if (x >= tree[v] && tree[v + 1] > 0)
+            x -= tree[v++];
         }
-        if (w->stamp[c] == w->stamp_now) continue;
+        uint32_t c = w->live[v - T];
+        if (w->stamp[c] == w->stamp_now)
+          continue;
         w->stamp[c] = w->stamp_now;
         w->cand[nc++] = c;
         /* Sampled columns lie anywhere in X: ask for them now, so that
@@ -421,16 +496,20 @@ static int lasso_compute(void *state, const strata_task_view *tv, double *partia
         uint32_t a = w->slice[w->cand[c]];
         int keep = 1;
         if (ct < 1 && nk > 0) {
-          for (uint64_t x = X.cp[a]; x < X.cp[a + 1]; x++) w->dense[X.row[x]] = X.val[x];
+          for (uint64_t x = X.cp[a]; x < X.cp[a + 1]; x++)
+            w->dense[X.row[x]] = X.val[x];
           for (uint32_t q = 0; q < nk && keep; q++) {
             uint32_t b = w->slice[w->kept[q]];
             double dot = col_dot(&X, b, w->dense);
             touched += X.cp[b + 1] - X.cp[b];
-            if (fabs(dot) > ct * sqrt(X.norm2[a] * X.norm2[b])) keep = 0;
+            if (fabs(dot) > ct * sqrt(X.norm2[a] * X.norm2[b]))
+              keep = 0;
           }
-          for (uint64_t x = X.cp[a]; x < X.cp[a + 1]; x++) w->dense[X.row[x]] = 0;
+          for (uint64_t x = X.cp[a]; x < X.cp[a + 1]; x++)
+            w->dense[X.row[x]] = 0;
         }
-        if (keep) w->kept[nk++] = w->cand[c];
+        if (keep)
+          w->kept[nk++] = w->cand[c];
       }
       for (uint32_t q = 0; q < nk; q++) {
         uint32_t k = w->slice[w->kept[q]];
@@ -458,19 +537,17 @@ static int lasso_compute(void *state, const strata_task_view *tv, double *partia
           maxd = fmax(maxd, fabs(d));
         }
         prio[k] = (float)(d * d);
-        /* the new priority up the tree */
-        if (!w->leaf[c] && prio[k] > 0 && nl < T) {
-          w->live[nl] = c;
-          w->leaf[c] = ++nl;
-        }
-        if (w->leaf[c]) {
+        /* the new priority up the tree (every drawn feature is a leaf) */
+        {
           uint32_t v = T + w->leaf[c] - 1;
-          double delta = prio[k] - tree[v];
-          for (; v >= 1; v /= 2) tree[v] += delta;
+          double delta = (seen[k] != 0 ? fmax(prio[k], floor_w) : prio[k]) - tree[v];
+          for (; v >= 1; v /= 2)
+            tree[v] += delta;
         }
       }
     }
-    for (uint32_t l = 0; l < nl; l++) w->leaf[w->live[l]] = 0;
+    for (uint32_t l = 0; l < nl; l++)
+      w->leaf[w->live[l]] = 0;
   }
 done:
   partials[P_MAXD] = fmax(partials[P_MAXD], maxd);
@@ -485,18 +562,22 @@ static int lasso_block_objective(void *state, int pass, strata_block_kind kind, 
   if (kind == STRATA_BLOCK_ROTATING) {
     const float *beta = b->buf;
     double nz = 0;
-    for (size_t k = 0; k < b->len / 4; k++) nz += beta[k] != 0;
+    for (size_t k = 0; k < b->len / 4; k++)
+      nz += beta[k] != 0;
     partials[P_NZ] += nz;
     return 0;
   }
-  if (kind != STRATA_BLOCK_RESIDENT || id != 0) return 0;
+  if (kind != STRATA_BLOCK_RESIDENT || id != 0)
+    return 0;
   size_t roff[2];
   resident_offsets(w->m.n, w->m.p, roff);
   const double *r = b->buf;
   const float *seen = (const float *)((const char *)b->buf + roff[0]);
   double rr = 0, l1 = 0;
-  for (uint32_t i = 0; i < w->m.n; i++) rr += r[i] * r[i];
-  for (uint32_t f = 0; f < w->m.p; f++) l1 += fabs(seen[f]);
+  for (uint32_t i = 0; i < w->m.n; i++)
+    rr += r[i] * r[i];
+  for (uint32_t f = 0; f < w->m.p; f++)
+    l1 += fabs(seen[f]);
   /* A residual this far beyond |y| is a diverging run: the NaN makes the
    * engine stop it (exit 3) with the hint. */
   if (!isfinite(rr) || !isfinite(l1) || rr > 1e6 * (w->m.yy > 0 ? w->m.yy : 1)) {
@@ -522,7 +603,8 @@ static void lasso_pass_control(const void *cfg, int pass, const double *objectiv
   ctl[0] = lambda_at(cfg, &coord_meta, pass);
 }
 
-/* ---- coordinator ---------------------------------------------------------- */
+/* ---- coordinator ----------------------------------------------------------
+ */
 
 static int lasso_check(const void *vcfg, const strata_setup *setup) {
   const lasso_config *cfg = vcfg;
@@ -536,7 +618,8 @@ static int lasso_check(const void *vcfg, const strata_setup *setup) {
 
 static void priv_free(void *p) {
   lasso_priv *pv = p;
-  if (!pv) return;
+  if (!pv)
+    return;
   lasso_data_close(&pv->d);
   strata_free(pv);
 }
@@ -547,15 +630,18 @@ static void *build_colblock(const lasso_data *d, uint32_t f0, uint32_t nf, size_
   size_t off[4];
   *len = colblock_offsets(nf, nnz, off);
   char *buf = strata_alloc_aligned(*len);
-  if (!buf) return NULL;
+  if (!buf)
+    return NULL;
   memset(buf, 0, off[0]);
   *(colblock *)buf = (colblock){nf, f0, nnz};
   uint64_t *cp = (uint64_t *)(buf + off[0]);
   double *n2 = (double *)(buf + off[1]);
-  for (uint32_t k = 0; k <= nf; k++) cp[k] = d->colptr[f0 + k] - a;
+  for (uint32_t k = 0; k <= nf; k++)
+    cp[k] = d->colptr[f0 + k] - a;
   for (uint32_t k = 0; k < nf; k++) {
     double s = 0;
-    for (uint64_t x = d->colptr[f0 + k]; x < d->colptr[f0 + k + 1]; x++) s += d->val[x] * d->val[x];
+    for (uint64_t x = d->colptr[f0 + k]; x < d->colptr[f0 + k + 1]; x++)
+      s += d->val[x] * d->val[x];
     n2[k] = s;
   }
   memcpy(buf + off[2], d->val + a, nnz * 8);
@@ -567,23 +653,28 @@ static int lasso_load(const void *vcfg, const strata_setup *setup, strata_proble
   const lasso_config *cfg = vcfg;
   int B = setup->strata, rc;
   lasso_priv *pv = strata_calloc(1, sizeof *pv);
-  if (!pv) return strata_err_set(STRATA_ENOMEM, "lasso: out of memory");
+  if (!pv)
+    return strata_err_set(STRATA_ENOMEM, "lasso: out of memory");
   pv->final_objective = NAN;
   lasso_data *d = &pv->d;
-  if ((rc = lasso_data_read(cfg->data, d))) goto fail;
-  if (cfg->standardize && (rc = lasso_data_standardize(d))) goto fail;
+  if ((rc = lasso_data_read(cfg->data, d)))
+    goto fail;
+  if (cfg->standardize && (rc = lasso_data_standardize(d)))
+    goto fail;
   if (d->p < (uint32_t)B) {
-    rc = strata_err_set(STRATA_EUSAGE, "%s: %u features, fewer than the %d strata", cfg->data,
-                        d->p, B);
+    rc = strata_err_set(STRATA_EUSAGE, "%s: %u features, fewer than the %d strata", cfg->data, d->p,
+                        B);
     goto fail;
   }
   lasso_meta *m = &pv->m;
   m->n = d->n;
   m->p = d->p;
-  for (uint32_t i = 0; i < d->n; i++) m->yy += d->y[i] * d->y[i];
+  for (uint32_t i = 0; i < d->n; i++)
+    m->yy += d->y[i] * d->y[i];
   for (uint32_t f = 0; f < d->p; f++) {
     double g = 0;
-    for (uint64_t x = d->colptr[f]; x < d->colptr[f + 1]; x++) g += d->val[x] * d->y[d->row[x]];
+    for (uint64_t x = d->colptr[f]; x < d->colptr[f + 1]; x++)
+      g += d->val[x] * d->y[d->row[x]];
     m->lambda_max = fmax(m->lambda_max, fabs(g) / d->n);
   }
   m->lambda = cfg->lambda.given ? cfg->lambda.value : cfg->lambda_ratio.value * m->lambda_max;
@@ -598,12 +689,14 @@ static int lasso_load(const void *vcfg, const strata_setup *setup, strata_proble
   if ((rc = strata_problem_fits("lasso's blocks (X once per stratum pair)", bytes,
                                 "lower --strata")))
     goto fail;
-  if ((rc = strata_problem_alloc(prob, B * B, B, B, 0))) goto fail;
+  if ((rc = strata_problem_alloc(prob, B * B, B, B, 0)))
+    goto fail;
   for (int j = 0; j < B && !rc; j++) {
     uint32_t f0 = split(d->p, B, j), nf = split(d->p, B, j + 1) - f0;
     size_t len;
     void *blk = build_colblock(d, f0, nf, &len);
-    if (!blk) rc = strata_err_set(STRATA_ENOMEM, "lasso: out of memory");
+    if (!blk)
+      rc = strata_err_set(STRATA_ENOMEM, "lasso: out of memory");
     for (int i = 0; i < B && !rc; i++) {
       void *c = i == B - 1 ? blk : strata_alloc_aligned(len);
       if (!c) {
@@ -611,15 +704,18 @@ static int lasso_load(const void *vcfg, const strata_setup *setup, strata_proble
         rc = strata_err_set(STRATA_ENOMEM, "lasso: out of memory");
         break;
       }
-      if (c != blk) memcpy(c, blk, len);
+      if (c != blk)
+        memcpy(c, blk, len);
       prob->data[i * B + j] = (strata_block){c, len, 0, 0};
     }
     uint32_t nrows = (nf + ROW_FLOATS - 1) / ROW_FLOATS;
     size_t rb = ROW_FLOATS * 4;
-    prob->rotating[j] = (strata_block){strata_alloc_aligned(nrows * rb), nrows * rb, nrows,
-                                       (uint32_t)rb};
-    if (!rc && !prob->rotating[j].buf) rc = strata_err_set(STRATA_ENOMEM, "lasso: out of memory");
-    if (!rc) memset(prob->rotating[j].buf, 0, nrows * rb);
+    prob->rotating[j] =
+        (strata_block){strata_alloc_aligned(nrows * rb), nrows * rb, nrows, (uint32_t)rb};
+    if (!rc && !prob->rotating[j].buf)
+      rc = strata_err_set(STRATA_ENOMEM, "lasso: out of memory");
+    if (!rc)
+      memset(prob->rotating[j].buf, 0, nrows * rb);
   }
   for (int i = 0; i < B && !rc; i++) {
     char *buf = strata_alloc_aligned(rlen);
@@ -630,10 +726,12 @@ static int lasso_load(const void *vcfg, const strata_setup *setup, strata_proble
     memset(buf, 0, rlen);
     memcpy(buf, d->y, (size_t)d->n * 8);
     float *prio = (float *)(buf + rlen_off[1]);
-    for (uint32_t f = 0; f < d->p; f++) prio[f] = 1;
+    for (uint32_t f = 0; f < d->p; f++)
+      prio[f] = 1;
     prob->resident[i] = (strata_block){buf, rlen, 0, 0};
   }
-  if (rc) goto fail;
+  if (rc)
+    goto fail;
   if (!(prob->meta = strata_malloc(sizeof *m))) {
     rc = strata_err_set(STRATA_ENOMEM, "lasso: out of memory");
     goto fail;
@@ -657,7 +755,8 @@ static int lasso_schedule(const void *cfg, const strata_setup *setup, const stra
 static void lasso_describe(const void *vcfg, const strata_problem *prob, strata_json *j) {
   const lasso_config *cfg = vcfg;
   const lasso_priv *pv = prob->priv;
-  if (!pv) return;
+  if (!pv)
+    return;
   strata_json_int(j, "n", pv->m.n);
   strata_json_int(j, "p", pv->m.p);
   strata_json_int(j, "nnz", (int64_t)pv->d.nnz);
@@ -666,7 +765,8 @@ static void lasso_describe(const void *vcfg, const strata_problem *prob, strata_
   strata_json_string(j, "schedule", cfg->schedule == SCHED_DYNAMIC ? "dynamic" : "static");
   /* Known only when the final blocks came back (--model-out). */
   strata_json_double(j, "final_objective", pv->final_objective);
-  if (isfinite(pv->final_objective)) strata_json_int(j, "final_nonzeros", (int64_t)pv->final_nonzeros);
+  if (isfinite(pv->final_objective))
+    strata_json_int(j, "final_nonzeros", (int64_t)pv->final_nonzeros);
 }
 
 typedef struct coef_out {
@@ -681,7 +781,8 @@ static int fill_coef(FILE *f, void *ud) {
     const float *beta = c->prob->rotating[j].buf;
     uint32_t f0 = split(c->p, c->B, j), nf = split(c->p, c->B, j + 1) - f0;
     for (uint32_t k = 0; k < nf; k++)
-      if (beta[k] != 0) fprintf(f, "%u %.9g\n", f0 + k, (double)beta[k]);
+      if (beta[k] != 0)
+        fprintf(f, "%u %.9g\n", f0 + k, (double)beta[k]);
   }
   return ferror(f) ? strata_err_set(STRATA_EIO, "coef.txt: write error") : 0;
 }
@@ -695,7 +796,8 @@ static int lasso_export(const void *vcfg, const strata_setup *setup, const strat
   const lasso_data *d = &pv->d;
   int B = prob->n_rotating;
   double *r = strata_malloc((size_t)d->n * 8);
-  if (!r) return strata_err_set(STRATA_ENOMEM, "lasso: out of memory");
+  if (!r)
+    return strata_err_set(STRATA_ENOMEM, "lasso: out of memory");
   memcpy(r, d->y, (size_t)d->n * 8);
   double l1 = 0;
   uint64_t nz = 0;
@@ -704,14 +806,17 @@ static int lasso_export(const void *vcfg, const strata_setup *setup, const strat
     uint32_t f0 = split(d->p, B, j), nf = split(d->p, B, j + 1) - f0;
     for (uint32_t k = 0; k < nf; k++) {
       double b = beta[k];
-      if (b == 0) continue;
+      if (b == 0)
+        continue;
       nz++;
       l1 += fabs(b);
-      for (uint64_t x = d->colptr[f0 + k]; x < d->colptr[f0 + k + 1]; x++) r[d->row[x]] -= d->val[x] * b;
+      for (uint64_t x = d->colptr[f0 + k]; x < d->colptr[f0 + k + 1]; x++)
+        r[d->row[x]] -= d->val[x] * b;
     }
   }
   double rr = 0;
-  for (uint32_t i = 0; i < d->n; i++) rr += r[i] * r[i];
+  for (uint32_t i = 0; i < d->n; i++)
+    rr += r[i] * r[i];
   strata_free(r);
   double F = rr / (2.0 * d->n) + pv->m.lambda * l1;
   if (!isfinite(F))
@@ -727,13 +832,17 @@ static int lasso_export(const void *vcfg, const strata_setup *setup, const strat
 static const strata_app lasso_app = {
     .name = "lasso",
     .flags = STRATA_APP_ADDITIVE,
-    .summary = "Lasso regression by coordinate descent (cyclic or STRADS-style dynamic)",
-    .examples =
-        "  strata-lasso --mode serial --data synth:n=500,p=400000 --lambda-ratio 0.1\n"
-        "  mpirun -np 3 strata-lasso --data diabetes.tab.txt --standardize --lambda 1 "
-        "--model-out out\n"
-        "  mpirun -np 3 strata-lasso --schedule dynamic --set-size 32 --corr-threshold 0.1\n"
-        "  mpirun -np 3 strata-lasso --mode ssp --path 10 --path-passes 5 --passes 60\n",
+    .summary = "Lasso regression by coordinate descent (cyclic or STRADS-style "
+               "dynamic)",
+    .examples = "  strata-lasso --mode serial --data synth:n=500,p=400000 "
+                "--lambda-ratio 0.1\n"
+                "  mpirun -np 3 strata-lasso --data diabetes.tab.txt "
+                "--standardize --lambda 1 "
+                "--model-out out\n"
+                "  mpirun -np 3 strata-lasso --schedule dynamic --set-size 32 "
+                "--corr-threshold 0.1\n"
+                "  mpirun -np 3 strata-lasso --mode ssp --path 10 "
+                "--path-passes 5 --passes 60\n",
     .unit = "coordinates",
     .options = lasso_options,
     .config_size = sizeof(lasso_config),
@@ -749,7 +858,8 @@ static const strata_app lasso_app = {
     .compute = lasso_compute,
     .block_objective = lasso_block_objective,
     .objectives = lasso_objectives,
-    .diverged_hint = "lower --set-size or lower --corr-threshold (filter more correlated features)",
+    .diverged_hint = "lower --set-size or lower --corr-threshold (filter more "
+                     "correlated features)",
     .n_controls = 1,
     .control_names = lasso_control_names,
     .pass_control = lasso_pass_control,

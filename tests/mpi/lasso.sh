@@ -7,7 +7,8 @@
 #              solver's, in serial, scheduled static, scheduled dynamic and bsp
 #              (2 workers), and along a warm-started path; lambda_max too; the
 #              dynamic schedule unfiltered with a set of all 10 features
-#              diverges (exit 3, with the hint) where the filtered one does not.
+#              diverges (exit 3, with the hint) where the filtered one does not;
+#              the table written as svmlight gives the same objective.
 #   bad_input  a missing file, a malformed line, a wrong column count, a NaN,
 #              an unknown flag and --lambda with --lambda-ratio: one error line
 #              naming the problem, the same exit code on all 3 ranks.
@@ -64,10 +65,26 @@ case $CASE in
     done
     ok "lambda_max $got matches the reference"
 
+    # The same table as a LIBSVM/svmlight file (zeros left out, 1-based
+    # indices) gives the same objective through the svmlight reader.
+    python3 - "$DATA" <<'PY' >diabetes.svm
+import sys
+rows = [l.split() for l in open(sys.argv[1]) if l.strip()][1:]
+for r in rows:
+    feats = " ".join(f"{j + 1}:{v}" for j, v in enumerate(r[:-1]) if float(v) != 0)
+    print(f"{r[-1]} {feats}")
+PY
+    timeout "$RUN_LIMIT" "$STRATA_LASSO" --mode serial --passes 300 --lambda 1 --data diabetes.svm \
+      --standardize -q --model-out m_svm --metrics-out svm.json >svm.out 2>&1 ||
+      { show_log svm.out; fail "svmlight run"; }
+    got=$(json svm.json "m['final_objective']")
+    within "$got" "${REF[1]}" || fail "svmlight: final objective $got is not within 1e-6 of ${REF[1]}"
+    ok "svmlight input: final objective $got within 1e-6 of the reference"
+
     # (The metrics write the per-pass controls to 7 digits.)
     # A warm-started path of 6 lambdas down to lambda_max / 100, 40 passes
     # each: the control "lambda" falls stage by stage and ends at the target.
-    mpi 3 "$STRATA_LASSO" --mode scheduled --path 6 --path-passes 40 --passes 300 \
+    mpi 3 "$STRATA_LASSO" --mode scheduled --path 6 --path-passes 40 --passes 400 \
       --lambda-ratio 0.01 "${COMMON[@]}" --model-out m_path --metrics-out path.json >path.out 2>&1 ||
       { show_log path.out; fail "path run"; }
     got=$(json path.json "m['final_objective']")
@@ -79,12 +96,12 @@ case $CASE in
 
     # Jacobi over all 10 correlated features at once diverges; the filter
     # keeps the dynamic schedule stable.
-    timeout "$RUN_LIMIT" "$STRATA_LASSO" --mode serial --schedule dynamic --set-size 10 --rounds 3 \
+    timeout "$RUN_LIMIT" "$STRATA_LASSO" --mode serial --schedule dynamic --set-size 10 --rounds 10 \
       --corr-threshold 1 --lambda-ratio 0.01 --passes 200 "${COMMON[@]}" >div.out 2>div.err
     expect_rc 3 $? "dynamic, set size 10, no correlation filter"
     grep -q 'diverged at pass .*lower --set-size' div.err || { cat div.err; fail "no diverged message with its hint"; }
     ok "$(cat div.err)"
-    timeout "$RUN_LIMIT" "$STRATA_LASSO" --mode serial --schedule dynamic --set-size 10 --rounds 3 \
+    timeout "$RUN_LIMIT" "$STRATA_LASSO" --mode serial --schedule dynamic --set-size 10 --rounds 10 \
       --corr-threshold 0.5 --lambda-ratio 0.01 --passes 200 "${COMMON[@]}" >conv.out 2>&1
     expect_rc 0 $? "dynamic, set size 10, correlation filter 0.5"
     ;;
