@@ -632,7 +632,7 @@ static void *build_colblock(const lasso_data *d, uint32_t f0, uint32_t nf, size_
   char *buf = strata_alloc_aligned(*len);
   if (!buf)
     return NULL;
-  memset(buf, 0, off[0]);
+  memset(buf, 0, *len); /* padding too: the engine checksums the data it loaded */
   *(colblock *)buf = (colblock){nf, f0, nnz};
   uint64_t *cp = (uint64_t *)(buf + off[0]);
   double *n2 = (double *)(buf + off[1]);
@@ -683,6 +683,9 @@ static int lasso_load(const void *vcfg, const strata_setup *setup, strata_proble
     goto fail;
   }
   coord_meta = *m;
+  strata_log(STRATA_LOG_INFO,
+             "lasso: %u examples, %u features, %llu stored; lambda_max %.9g, lambda %.9g", d->n,
+             d->p, (unsigned long long)d->nnz, m->lambda_max, m->lambda);
 
   size_t rlen_off[2], rlen = resident_offsets(d->n, d->p, rlen_off);
   double bytes = (double)B * B * (double)d->nnz * 12 + (double)B * rlen;

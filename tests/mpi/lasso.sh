@@ -4,8 +4,9 @@
 #              (population sd) with y centred, at lambda = 1 and lambda =
 #              lambda_max / 100: the final objective (exact, from the exported
 #              coefficients) agrees within 1e-6 relative with an independent
-#              solver's, in serial, scheduled static, scheduled dynamic and bsp
-#              (2 workers), and along a warm-started path; lambda_max too; the
+#              solver's, in serial, scheduled static, scheduled dynamic, bsp,
+#              ssp and async (2 workers), and along a warm-started path;
+#              lambda_max too; a resumed run exports what a straight one does; the
 #              dynamic schedule unfiltered with a set of all 10 features
 #              diverges (exit 3, with the hint) where the filtered one does not;
 #              the table written as svmlight gives the same objective.
@@ -39,7 +40,7 @@ case $CASE in
     declare -A LAM=([1]="--lambda 1" [ratio]="--lambda-ratio 0.01")
     COMMON=(--data "$DATA" --standardize -q)
     for l in 1 ratio; do
-      for m in serial static dynamic bsp; do
+      for m in serial static dynamic bsp ssp async; do
         np=3
         case $m in
           serial) args=(--mode serial --passes 300); np=1 ;;
@@ -50,6 +51,8 @@ case $CASE in
           # --sweeps makes each slice's step nearly exact, which the
           # correlated columns need.
           bsp) args=(--mode bsp --sweeps 10 --passes 300) ;;
+          ssp) args=(--mode ssp --passes 300) ;;
+          async) args=(--mode async --passes 400) ;;
         esac
         # shellcheck disable=SC2206
         mpi $np "$STRATA_LASSO" "${args[@]}" ${LAM[$l]} "${COMMON[@]}" --model-out "m_${m}_$l" \
@@ -93,6 +96,19 @@ PY
     json path.json "abs(m['per_pass'][0]['lambda'] / m['lambda_max'] - 1) < 1e-6 and abs(m['per_pass'][-1]['lambda'] / m['lambda'] - 1) < 1e-6 and all(a['lambda'] >= b['lambda'] for a, b in zip(m['per_pass'], m['per_pass'][1:]))" | grep -q true ||
       fail "path: the per-pass lambda does not fall from lambda_max to lambda"
     ok "path: lambda falls from lambda_max to lambda; final objective within 1e-6"
+
+    # A checkpoint after 20 passes, resumed to 40: the same coefficients as
+    # 40 passes straight (scheduled, dynamic: the priorities are in the
+    # resident blocks, the draws seeded by the pass).
+    DYN=(--schedule dynamic --set-size 2 --rounds 5 --corr-threshold 0.5 --lambda-ratio 0.01)
+    mpi 3 "$STRATA_LASSO" "${DYN[@]}" "${COMMON[@]}" --passes 40 --model-out m_full >full.out 2>&1 ||
+      { show_log full.out; fail "40-pass run"; }
+    mpi 3 "$STRATA_LASSO" "${DYN[@]}" "${COMMON[@]}" --passes 20 --checkpoint ck >ck.out 2>&1 ||
+      { show_log ck.out; fail "checkpointed run"; }
+    mpi 3 "$STRATA_LASSO" "${DYN[@]}" "${COMMON[@]}" --passes 40 --resume ck --model-out m_res \
+      >res.out 2>&1 || { show_log res.out; fail "resumed run"; }
+    cmp m_full/coef.txt m_res/coef.txt || fail "the resumed run's coefficients differ"
+    ok "resumed from pass 20: the same coef.txt as 40 passes straight"
 
     # Jacobi over all 10 correlated features at once diverges; the filter
     # keeps the dynamic schedule stable.
