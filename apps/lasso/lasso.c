@@ -454,9 +454,12 @@ static int lasso_compute(void *state, const strata_task_view *tv, double *partia
     while (T < nl)
       T <<= 1;
     for (uint32_t l = 0; l < T; l++) {
-      tree[T + l] = l < nl ? fmax(prio[w->slice[w->live[l]]], floor_w) : 0;
-      if (l < nl)
+      tree[T + l] = 0;
+      if (l < nl) {
+        uint32_t k = w->slice[w->live[l]];
+        tree[T + l] = seen[k] != 0 ? fmax(prio[k], floor_w) : prio[k];
         w->leaf[w->live[l]] = l + 1;
+      }
     }
     for (uint32_t v = T - 1; v >= 1; v--)
       tree[v] = tree[2 * v] + tree[2 * v + 1];
