@@ -1,9 +1,879 @@
-/* strata-lasso: placeholder until the app lands. */
+/*
+ * strata-lasso: Lasso regression by coordinate descent,
+ *   min over beta of F(beta) = (1/2N) |y - X beta|^2 + lambda |beta|_1
+ * (scikit-learn's and glmnet's scaling; no intercept: --standardize centres
+ * y), in every mode of the engine through one code path.
+ *
+ * Blocks (B = --strata, default P):
+ *  - rotating block j: the coefficients of feature block j (features
+ *    [p j / B, p (j+1) / B)), floats, in rows of 16 (64 bytes), so that the
+ *    app is STRATA_APP_ADDITIVE and runs on parameter-server tables too;
+ *  - data block (i, j) of the diagonal schedule: the columns of feature
+ *    block j, whole (CSC, uint32 row, double value, with each column's
+ *    squared norm). It does not depend on i: every row block holds all of
+ *    X, because coordinate descent on a feature needs the whole residual;
+ *  - resident block i: this row block's view of the model, the float
+ *    coefficients seen_i it last saw, its residual r_i = y - X seen_i in
+ *    double, and the dynamic schedule's priorities of its features.
+ * Feature f is updated only by row block f mod B, so every coefficient has
+ * exactly one writer per pass in every mode: on the ring the writer's
+ * float is what the next holder finds, and in the parameter-server modes
+ * the table adds exactly one worker's change to it.
+ *
+ * compute(task (i, j), chunk rows [lo, hi)):
+ *  1. sync: for each feature f of the chunk whose coefficient differs from
+ *     seen_i[f], r_i -= x_f (beta_f - seen_i[f]) and seen_i[f] = beta_f,
+ *     so r_i stays y - X seen_i (in double, for the float seen_i);
+ *  2. update the features of the chunk that row block i owns:
+ *     --schedule static: each in turn (cyclic, Gauss-Seidel);
+ *     --schedule dynamic (STRADS-style): after a first full sweep, each
+ *     chunk sweeps a window of --eta of its features (the next window each
+ *     pass: every zero coefficient checked once per 1/eta passes), then
+ *     runs rounds that sample --set-size features with probability ~
+ *     (last change)^2 (nonzero coefficients with a floor), drop those whose
+ *     column correlation with one already kept exceeds --corr-threshold,
+ *     and update the kept set in parallel (Jacobi: every step from the
+ *     same residual, then all applied).
+ *     Each new coefficient is rounded to float before its change goes into
+ *     the residual. With P > 1 every step is damped (--damping, 1/P): the
+ *     workers' concurrent steps act on one residual through stale views.
+ * With one worker (--mode serial) this is exact cyclic coordinate descent
+ * that keeps its residual: the reference of every other mode.
+ *
+ * The objective of a pass is F at row block 0's view (r_0 is exact for
+ * seen_0, a real coefficient vector), through block_objective; nonzeros
+ * count the end-of-pass rotating blocks. export_model recomputes F exactly
+ * in double from the final coefficients (final_objective in the metrics).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "lasso.h"
+#include "strata/core.h"
 #include "strata/main.h"
 
-static const strata_app app = {.name = "lasso"};
+enum { SCHED_STATIC, SCHED_DYNAMIC };
+
+typedef struct lasso_config {
+  const char *data;
+  int standardize;
+  strata_opt_double lambda, lambda_ratio;
+  int path, path_passes;
+  int schedule;
+  int set_size, rounds, sweeps;
+  double eta, corr_threshold, damping;
+} lasso_config;
+
+#define OPT(f) offsetof(lasso_config, f)
+static const strata_option lasso_options[] = {
+    {"data", 'd', STRATA_OPT_STRING | STRATA_OPT_RESUMABLE, OPT(data),
+     "synth:n=500,p=400000,density=0.05,nonzeros=100,noise=0.1,seed=1", "FILE|tsv:FILE|synth:...",
+     0, 0, NULL,
+     "the examples: a LIBSVM/svmlight file with real targets; a table with a "
+     "header line and "
+     "the target last (a name ending in .tsv or .tab.txt, or tsv:FILE); or the "
+     "generator "
+     "synth:n=N,p=P,density=D,nonzeros=K,noise=S,seed=X (unit-norm columns, K "
+     "true nonzeros)",
+     NULL},
+    {"standardize", 0, STRATA_OPT_FLAG, OPT(standardize), NULL, NULL, 0, 0, NULL,
+     "centre every column and scale it to unit population sd (over N), and "
+     "centre y "
+     "(the matrix becomes dense)",
+     NULL},
+    {"lambda", 0, STRATA_OPT_DOUBLE_OPTIONAL, OPT(lambda), NULL, "L", 0, 1e300, NULL,
+     "the L1 weight lambda (excludes --lambda-ratio)", NULL},
+    {"lambda-ratio", 0, STRATA_OPT_DOUBLE_OPTIONAL, OPT(lambda_ratio), "0.1", "R", 0, 1e300, NULL,
+     "lambda = R lambda_max, lambda_max = |X^T y|_inf / N (the default, 0.1)", NULL},
+    {"path", 0, STRATA_OPT_INT, OPT(path), "1", "K", 1, 1000, NULL,
+     "a warm-started path of K log-spaced lambdas from lambda_max down to "
+     "lambda",
+     NULL},
+    {"path-passes", 0, STRATA_OPT_INT, OPT(path_passes), "5", "M", 1, 1000000, NULL,
+     "passes per lambda of the path before the next (a fixed count); the last "
+     "one runs to the "
+     "end",
+     NULL},
+    {"schedule", 0, STRATA_OPT_ENUM, OPT(schedule), "static", NULL, 0, 0, "static|dynamic",
+     "static: cyclic sweeps of each worker's features; dynamic: sampled sets "
+     "by priority, "
+     "updated in parallel",
+     NULL},
+    {"sweeps", 0, STRATA_OPT_INT, OPT(sweeps), "1", "S", 1, 1000, NULL,
+     "static: sweeps over a chunk's own features per visit (more makes the "
+     "concurrent slices of "
+     "bsp/ssp/async closer to exact block solves, which correlated features "
+     "need)",
+     NULL},
+    {"damping", 0, STRATA_OPT_DOUBLE, OPT(damping), "0", "A", 0, 1, NULL,
+     "take A of each coordinate step (0: 1 with one worker, else 1/P): the "
+     "workers' concurrent "
+     "steps act on one residual, and undamped they overshoot when features "
+     "outnumber examples",
+     NULL},
+    {"set-size", 'U', STRATA_OPT_INT, OPT(set_size), "16", "U", 1, 1 << 20, NULL,
+     "dynamic: features sampled per round (before the correlation filter)", NULL},
+    {"rounds", 0, STRATA_OPT_INT, OPT(rounds), "0", "R", 0, 1 << 30, NULL,
+     "dynamic: rounds per pass per row block, spread over its chunks by their "
+     "features "
+     "(0: features / (100 U), a hundredth of a sweep)",
+     NULL},
+    {"eta", 0, STRATA_OPT_DOUBLE, OPT(eta), "0.1", "E", 0, 1, NULL,
+     "dynamic: each pass also sweeps a window of this share of the features, "
+     "the next one "
+     "each pass, so that zero coefficients are still checked (0: never)",
+     NULL},
+    {"corr-threshold", 0, STRATA_OPT_DOUBLE, OPT(corr_threshold), "0.1", "C", 0, 1, NULL,
+     "dynamic: drop a sampled feature whose |correlation| with one kept "
+     "exceeds C (1: no filter)",
+     NULL},
+    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+
+/* What every worker needs from the data. */
+typedef struct lasso_meta {
+  uint32_t n, p;
+  double lambda, lambda_max, yy; /* yy = |y|^2 */
+} lasso_meta;
+
+/* Coordinator-only: X and y for the exact final objective, and the export. */
+typedef struct lasso_priv {
+  lasso_data d;
+  lasso_meta m;
+  double final_objective; /* NaN until export_model computed it */
+  uint64_t final_nonzeros;
+} lasso_priv;
+
+/* pass_control sees the config but not the problem, so the coordinator
+ * keeps lambda_max from its load here (an API gap; see docs/apps-lasso.md). */
+static lasso_meta coord_meta;
+
+enum { P_LS, P_L1, P_NZ, P_MAXD, P_UPDATES, P_TOUCHED, N_PARTIALS };
+static const strata_reduce lasso_reduce[N_PARTIALS] = {STRATA_REDUCE_SUM, STRATA_REDUCE_SUM,
+                                                       STRATA_REDUCE_SUM, STRATA_REDUCE_MAX,
+                                                       STRATA_REDUCE_SUM, STRATA_REDUCE_SUM};
+static const char *const lasso_objective_names[] = {"objective", "nonzeros", "max_delta", "updates",
+                                                    "touched"};
+static const char *const lasso_control_names[] = {"lambda"};
+
+#define ROW_FLOATS 16
+
+static uint32_t split(uint32_t n, int B, int b) { return (uint32_t)((uint64_t)n * b / B); }
+
+/* ---- blocks ----------------------------------------------------------- */
+
+/* A data block: this header, then colptr[nf + 1] (uint64, block-local),
+ * norm2[nf], val[nnz] (double), row[nnz] (uint32), each at 64 bytes. */
+typedef struct colblock {
+  uint32_t nf, f0;
+  uint64_t nnz;
+} colblock;
+
+typedef struct colview {
+  uint32_t nf, f0;
+  const uint64_t *cp;
+  const double *norm2, *val;
+  const uint32_t *row;
+} colview;
+
+static size_t colblock_offsets(uint32_t nf, uint64_t nnz, size_t off[4]) {
+  off[0] = 64;
+  off[1] = strata_round_up(off[0] + ((size_t)nf + 1) * 8, 64);
+  off[2] = strata_round_up(off[1] + (size_t)nf * 8, 64);
+  off[3] = strata_round_up(off[2] + nnz * 8, 64);
+  return strata_round_up(off[3] + nnz * 4, 64);
+}
+
+static void colview_of(const strata_block *b, colview *v) {
+  const colblock *h = b->buf;
+  size_t off[4];
+  colblock_offsets(h->nf, h->nnz, off);
+  const char *base = b->buf;
+  *v = (colview){h->nf,
+                 h->f0,
+                 (const uint64_t *)(base + off[0]),
+                 (const double *)(base + off[1]),
+                 (const double *)(base + off[2]),
+                 (const uint32_t *)(base + off[3])};
+}
+
+/* A resident block: r[n] (double), seen[p], prio[p] (float). */
+static size_t resident_offsets(uint32_t n, uint32_t p, size_t off[2]) {
+  off[0] = strata_round_up((size_t)n * 8, 64);
+  off[1] = off[0] + strata_round_up((size_t)p * 4, 64);
+  return off[1] + strata_round_up((size_t)p * 4, 64);
+}
+
+/* ---- the kernels -------------------------------------------------------- */
+
+/* x_f . r with four sums, so the loop is not one chain of dependent adds. */
+static inline double col_dot(const colview *X, uint32_t k, const double *restrict r) {
+  uint64_t a = X->cp[k], e = X->cp[k + 1];
+  const double *restrict v = X->val;
+  const uint32_t *restrict ix = X->row;
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  for (; a + 4 <= e; a += 4) {
+    s0 += v[a] * r[ix[a]];
+    s1 += v[a + 1] * r[ix[a + 1]];
+    s2 += v[a + 2] * r[ix[a + 2]];
+    s3 += v[a + 3] * r[ix[a + 3]];
+  }
+  for (; a < e; a++)
+    s0 += v[a] * r[ix[a]];
+  return (s0 + s1) + (s2 + s3);
+}
+
+static inline void col_axpy(const colview *X, uint32_t k, double d, double *restrict r) {
+  const double *restrict v = X->val;
+  const uint32_t *restrict ix = X->row;
+  for (uint64_t a = X->cp[k], e = X->cp[k + 1]; a < e; a++)
+    r[ix[a]] -= d * v[a];
+}
+
+/* The coordinate minimiser b = S(g + |x|^2 old, N lambda) / |x|^2 (g =
+ * x.r), or with damping alpha < 1 the fraction old + alpha (b - old) of the
+ * way to it. A damped coefficient that the minimiser puts at zero would
+ * only approach it geometrically, so once it is below 1% of the threshold's
+ * scale (N lambda / |x|^2) it is set to zero. (A damped proximal step,
+ * S(old + alpha g / |x|^2, alpha N lambda / |x|^2), reaches zero at once
+ * but made the concurrent 2-worker runs of bench/lasso.sh diverge.)
+ * Rounded to float: the residual follows the rounded value. */
+static inline float cd_step(double g, double thr, double norm2, double old, double alpha) {
+  double z = g + norm2 * old;
+  double b = z > thr ? (z - thr) / norm2 : z < -thr ? (z + thr) / norm2 : 0;
+  if (alpha == 1)
+    return (float)b;
+  if (b == 0 && fabs(old) * norm2 < 0.01 * thr)
+    return 0;
+  return (float)(old + alpha * (b - old));
+}
+
+/* One coordinate step on feature k (block-local) against r, Gauss-Seidel:
+ * the change goes into r at once. */
+static inline void cd_update(const colview *X, uint32_t k, double *restrict r, float *seen,
+                             float *beta, float *prio, double thr, double alpha, uint64_t *touched,
+                             double *maxd) {
+  double n2 = X->norm2[k];
+  if (n2 <= 0)
+    return;
+  double old = seen[k];
+  float b = cd_step(col_dot(X, k, r), thr, n2, old, alpha);
+  *touched += X->cp[k + 1] - X->cp[k];
+  if (b != seen[k]) {
+    double d = (double)b - old;
+    col_axpy(X, k, d, r);
+    *touched += X->cp[k + 1] - X->cp[k];
+    seen[k] = beta[k] = b;
+    *maxd = fmax(*maxd, fabs(d));
+    prio[k] = (float)(d * d);
+  } else {
+    prio[k] = 0;
+  }
+}
+
+/* ---- worker ------------------------------------------------------------- */
+
+typedef struct lasso_worker {
+  const lasso_config *cfg;
+  lasso_meta m;
+  int B;
+  uint64_t seed;
+  uint32_t cap; /* features of the largest block */
+  double alpha; /* the damping in effect */
+  /* dynamic schedule scratch */
+  uint32_t *slice, *cand, *kept, *stamp;
+  uint32_t *live, *leaf; /* the tree's slice positions; slice position -> leaf +
+                            1 (0: none) */
+  uint32_t stamp_now;
+  double *tree, *dense; /* tree: 2 T sums over a chunk's slice (T = pow2 >= cap) */
+  float *newb;
+} lasso_worker;
+
+static void lasso_worker_free(void *state) {
+  lasso_worker *w = state;
+  if (!w)
+    return;
+  strata_free(w->slice);
+  strata_free(w->cand);
+  strata_free(w->kept);
+  strata_free(w->stamp);
+  strata_free(w->tree);
+  strata_free(w->live);
+  strata_free(w->leaf);
+  strata_free(w->dense);
+  strata_free(w->newb);
+  strata_free(w);
+}
+
+static int lasso_worker_init(const void *vcfg, const strata_setup *setup, const void *meta,
+                             size_t meta_len, void **state) {
+  const lasso_config *cfg = vcfg;
+  if (meta_len != sizeof(lasso_meta))
+    return strata_err_set(STRATA_EINVAL, "lasso: bad meta");
+  lasso_worker *w = strata_calloc(1, sizeof *w);
+  if (!w)
+    return strata_err_set(STRATA_ENOMEM, "lasso: out of memory");
+  memcpy(&w->m, meta, sizeof w->m);
+  w->cfg = cfg;
+  w->B = setup->strata;
+  w->seed = setup->seed;
+  w->cap = w->m.p / (uint32_t)w->B + 1;
+  w->alpha = cfg->damping > 0 ? cfg->damping : 1.0 / setup->workers;
+  if (cfg->schedule == SCHED_DYNAMIC) {
+    size_t c = w->cap, u = (size_t)cfg->set_size;
+    w->slice = strata_malloc(c * 4);
+    w->stamp = strata_calloc(c, 4);
+    size_t T = 1;
+    while (T < c)
+      T <<= 1;
+    w->tree = strata_malloc(2 * T * 8);
+    w->live = strata_malloc(c * 4);
+    w->leaf = strata_calloc(c, 4);
+    w->cand = strata_malloc(u * 4);
+    w->kept = strata_malloc(u * 4);
+    w->newb = strata_malloc(u * 4);
+    w->dense = strata_calloc(w->m.n, 8);
+    if (!w->slice || !w->stamp || !w->tree || !w->live || !w->leaf || !w->cand || !w->kept ||
+        !w->newb || !w->dense) {
+      lasso_worker_free(w);
+      return strata_err_set(STRATA_ENOMEM, "lasso: out of memory");
+    }
+  }
+  *state = w;
+  return 0;
+}
+
+/* lambda of pass `pass`: the path's stage (a fixed --path-passes each), or
+ * the target. The same on the coordinator (pass_control) and the workers
+ * (block_objective, which is not handed the pass's controls). */
+static double lambda_at(const lasso_config *cfg, const lasso_meta *m, int pass) {
+  if (cfg->path < 2 || m->lambda >= m->lambda_max || m->lambda <= 0)
+    return m->lambda;
+  int s = pass / cfg->path_passes;
+  if (s > cfg->path - 1)
+    s = cfg->path - 1;
+  if (s == cfg->path - 1)
+    return m->lambda;
+  return m->lambda_max * pow(m->lambda / m->lambda_max, (double)s / (cfg->path - 1));
+}
+
+/* Features f < F with f mod B == i. */
+static uint64_t owned_below(uint64_t F, int B, int i) {
+  return F > (uint64_t)i ? (F - (uint64_t)i + (uint64_t)B - 1) / (uint64_t)B : 0;
+}
+
+static int lasso_compute(void *state, const strata_task_view *tv, double *partials) {
+  lasso_worker *w = state;
+  const lasso_config *cfg = w->cfg;
+  colview X;
+  colview_of(tv->data, &X);
+  uint32_t lo = tv->row_lo * ROW_FLOATS, hi = tv->row_hi * ROW_FLOATS;
+  if (hi > X.nf)
+    hi = X.nf;
+  partials[P_MAXD] = fmax(partials[P_MAXD], 0);
+  if (lo >= hi)
+    return 0;
+  size_t roff[2];
+  resident_offsets(w->m.n, w->m.p, roff);
+  char *res = tv->resident->buf;
+  double *restrict r = (double *)res;
+  float *seen = (float *)(res + roff[0]) + X.f0, *prio = (float *)(res + roff[1]) + X.f0;
+  float *beta = tv->rotating->buf;
+  double lambda = tv->control ? tv->control[0] : w->m.lambda, thr = w->m.n * lambda;
+  uint64_t touched = 0, updates = 0;
+  double maxd = 0;
+
+  /* 1. Catch up with the other row blocks' changes. */
+  for (uint32_t k = lo; k < hi; k++)
+    if (beta[k] != seen[k]) {
+      col_axpy(&X, k, (double)beta[k] - (double)seen[k], r);
+      touched += X.cp[k + 1] - X.cp[k];
+      seen[k] = beta[k];
+    }
+
+  /* 2. This row block's features of the chunk: f mod B == i. */
+  int B = w->B, i = tv->ids.resident;
+  uint32_t first = lo + (uint32_t)(((int64_t)i - (int64_t)((X.f0 + lo) % (uint32_t)B) + B) % B);
+  if (cfg->schedule == SCHED_STATIC || tv->pass == 0) {
+    /* Cyclic; also the dynamic schedule's first pass, which gives every
+     * feature a priority from a real step. */
+    for (int sw = 0; sw < (cfg->schedule == SCHED_STATIC ? cfg->sweeps : 1); sw++)
+      for (uint32_t k = first; k < hi; k += (uint32_t)B) {
+        cd_update(&X, k, r, seen, beta, prio, thr, w->alpha, &touched, &maxd);
+        updates += X.norm2[k] > 0;
+      }
+  } else {
+    uint32_t m = 0;
+    for (uint32_t k = first; k < hi; k += (uint32_t)B)
+      if (X.norm2[k] > 0)
+        w->slice[m++] = k;
+    uint64_t S = owned_below(w->m.p, B, i), R = (uint64_t)cfg->rounds, U = (uint64_t)cfg->set_size;
+    if (R == 0)
+      R = (S + 100 * U - 1) / (100 * U);
+    uint64_t before = owned_below(X.f0 + lo, B, i), after = owned_below(X.f0 + hi, B, i);
+    uint64_t rounds = S ? R * after / S - R * before / S : 0;
+    if (m == 0)
+      goto done;
+    /* The systematic part: a window of 1/K of the chunk's features (K =
+     * ceil(1 / eta)), the next one each pass, swept in turn, so that every
+     * zero coefficient is checked once every K passes, reading X as a
+     * stream rather than at random. */
+    if (cfg->eta > 0) {
+      uint64_t K = (uint64_t)ceil(1 / cfg->eta), win = (uint64_t)tv->pass % K;
+      for (uint64_t q = m * win / K; q < m * (win + 1) / K; q++) {
+        cd_update(&X, w->slice[q], r, seen, beta, prio, thr, w->alpha, &touched, &maxd);
+        updates++;
+      }
+    }
+    if (rounds == 0)
+      goto done;
+    /* Rounds draw with probability ~ prio = (last change)^2 from a sum tree
+     * over the chunk's features with a priority (prio > 0: leaf l is slice
+     * position live[l]), which follows every change, so that a coefficient
+     * that has settled stops drawing the rounds after it. Only the live
+     * features are in it (a few per chunk once the support has formed), so
+     * it stays in cache. */
+    double *tree = w->tree;
+    uint32_t nl = 0, T = 1;
+    double psum = 0;
+    uint32_t npos = 0;
+    for (uint32_t s = 0; s < m; s++) {
+      uint32_t k = w->slice[s];
+      if (prio[k] > 0 || seen[k] != 0)
+        w->live[nl++] = s;
+      if (prio[k] > 0)
+        psum += prio[k], npos++;
+    }
+    /* A nonzero coefficient that did not move at its last step keeps a
+     * floor, 1% of the mean priority, so that the support is revisited as
+     * the residual changes instead of waiting for the sweep window. */
+    double floor_w = npos ? 0.01 * psum / npos : 1;
+    while (T < nl)
+      T <<= 1;
+    for (uint32_t l = 0; l < T; l++) {
+      tree[T + l] = 0;
+      if (l < nl) {
+        uint32_t k = w->slice[w->live[l]];
+        tree[T + l] = seen[k] != 0 ? fmax(prio[k], floor_w) : prio[k];
+        w->leaf[w->live[l]] = l + 1;
+      }
+    }
+    for (uint32_t v = T - 1; v >= 1; v--)
+      tree[v] = tree[2 * v] + tree[2 * v + 1];
+    strata_rng rng;
+    strata_rng_seed(&rng, strata_mix64(w->seed ^ strata_mix64(((uint64_t)tv->pass << 32) ^
+                                                              ((uint64_t)tv->ids.data << 8) ^
+                                                              (uint64_t)tv->chunk)));
+    double ct = cfg->corr_threshold;
+    for (uint64_t t = 0; t < rounds; t++) {
+      uint32_t nc = 0, nk = 0;
+      if (++w->stamp_now == 0) { /* wrapped: forget every mark */
+        memset(w->stamp, 0, (size_t)w->cap * 4);
+        w->stamp_now = 1;
+      }
+      for (uint64_t u = 0; u < U && nc < m; u++) {
+        if (!(tree[1] > 0))
+          break; /* nothing moved: nothing to draw */
+        double x = strata_rng_uniform(&rng) * tree[1];
+        uint32_t v = 1;
+        while (v < T) {
+          v *= 2;
+          if (x >= tree[v] && tree[v + 1] > 0)
+            x -= tree[v++];
+        }
+        uint32_t c = w->live[v - T];
+        if (w->stamp[c] == w->stamp_now)
+          continue;
+        w->stamp[c] = w->stamp_now;
+        w->cand[nc++] = c;
+        /* Sampled columns lie anywhere in X: ask for them now, so that
+         * their cache misses overlap instead of stalling each dot. */
+        __builtin_prefetch(&X.cp[w->slice[c]]);
+      }
+      /* The correlation filter: x_a scattered into a dense vector, dotted
+       * with each kept column. */
+      for (uint32_t c = 0; c < nc; c++) {
+        uint32_t a = w->slice[w->cand[c]];
+        int keep = 1;
+        if (ct < 1 && nk > 0) {
+          for (uint64_t x = X.cp[a]; x < X.cp[a + 1]; x++)
+            w->dense[X.row[x]] = X.val[x];
+          for (uint32_t q = 0; q < nk && keep; q++) {
+            uint32_t b = w->slice[w->kept[q]];
+            double dot = col_dot(&X, b, w->dense);
+            touched += X.cp[b + 1] - X.cp[b];
+            if (fabs(dot) > ct * sqrt(X.norm2[a] * X.norm2[b]))
+              keep = 0;
+          }
+          for (uint64_t x = X.cp[a]; x < X.cp[a + 1]; x++)
+            w->dense[X.row[x]] = 0;
+        }
+        if (keep)
+          w->kept[nk++] = w->cand[c];
+      }
+      for (uint32_t q = 0; q < nk; q++) {
+        uint32_t k = w->slice[w->kept[q]];
+        for (uint64_t x = X.cp[k], e = X.cp[k + 1]; x < e; x += 8) {
+          __builtin_prefetch(&X.val[x]);
+          __builtin_prefetch(&X.row[x]);
+        }
+      }
+      /* Jacobi: every step from the same residual, then all applied. */
+      for (uint32_t q = 0; q < nk; q++) {
+        uint32_t k = w->slice[w->kept[q]];
+        double n2 = X.norm2[k];
+        w->newb[q] = cd_step(col_dot(&X, k, r), thr, n2, seen[k], w->alpha);
+        touched += X.cp[k + 1] - X.cp[k];
+      }
+      updates += nk;
+      for (uint32_t q = 0; q < nk; q++) {
+        uint32_t c = w->kept[q], k = w->slice[c];
+        float b = w->newb[q];
+        double d = (double)b - (double)seen[k];
+        if (d != 0) {
+          col_axpy(&X, k, d, r);
+          touched += X.cp[k + 1] - X.cp[k];
+          seen[k] = beta[k] = b;
+          maxd = fmax(maxd, fabs(d));
+        }
+        prio[k] = (float)(d * d);
+        /* the new priority up the tree (every drawn feature is a leaf) */
+        {
+          uint32_t v = T + w->leaf[c] - 1;
+          double delta = (seen[k] != 0 ? fmax(prio[k], floor_w) : prio[k]) - tree[v];
+          for (; v >= 1; v /= 2)
+            tree[v] += delta;
+        }
+      }
+    }
+    for (uint32_t l = 0; l < nl; l++)
+      w->leaf[w->live[l]] = 0;
+  }
+done:
+  partials[P_MAXD] = fmax(partials[P_MAXD], maxd);
+  partials[P_UPDATES] += (double)updates;
+  partials[P_TOUCHED] += (double)touched;
+  return 0;
+}
+
+static int lasso_block_objective(void *state, int pass, strata_block_kind kind, int id,
+                                 const strata_block *b, double *partials) {
+  lasso_worker *w = state;
+  if (kind == STRATA_BLOCK_ROTATING) {
+    const float *beta = b->buf;
+    double nz = 0;
+    for (size_t k = 0; k < b->len / 4; k++)
+      nz += beta[k] != 0;
+    partials[P_NZ] += nz;
+    return 0;
+  }
+  if (kind != STRATA_BLOCK_RESIDENT || id != 0)
+    return 0;
+  size_t roff[2];
+  resident_offsets(w->m.n, w->m.p, roff);
+  const double *r = b->buf;
+  const float *seen = (const float *)((const char *)b->buf + roff[0]);
+  double rr = 0, l1 = 0;
+  for (uint32_t i = 0; i < w->m.n; i++)
+    rr += r[i] * r[i];
+  for (uint32_t f = 0; f < w->m.p; f++)
+    l1 += fabs(seen[f]);
+  /* A residual this far beyond |y| is a diverging run: the NaN makes the
+   * engine stop it (exit 3) with the hint. */
+  if (!isfinite(rr) || !isfinite(l1) || rr > 1e6 * (w->m.yy > 0 ? w->m.yy : 1)) {
+    partials[P_LS] = NAN;
+    return 0;
+  }
+  partials[P_LS] += rr / (2.0 * w->m.n);
+  partials[P_L1] += lambda_at(w->cfg, &w->m, pass) * l1;
+  return 0;
+}
+
+static void lasso_objectives(const void *cfg, const strata_problem *prob, const double *p,
+                             double *v) {
+  v[0] = p[P_LS] + p[P_L1];
+  v[1] = p[P_NZ];
+  v[2] = p[P_MAXD];
+  v[3] = p[P_UPDATES];
+  v[4] = p[P_TOUCHED];
+}
+
+static void lasso_pass_control(const void *cfg, int pass, const double *objectives, int known,
+                               const double *prev, double *ctl) {
+  ctl[0] = lambda_at(cfg, &coord_meta, pass);
+}
+
+/* ---- coordinator ----------------------------------------------------------
+ */
+
+static int lasso_check(const void *vcfg, const strata_setup *setup) {
+  const lasso_config *cfg = vcfg;
+  if (cfg->lambda.given && cfg->lambda_ratio.given)
+    return strata_err_set(STRATA_EUSAGE, "--lambda and --lambda-ratio exclude each other");
+  if (setup->workers > setup->strata)
+    return strata_err_set(STRATA_EUSAGE, "--strata %d is below the %d workers", setup->strata,
+                          setup->workers);
+  return 0;
+}
+
+static void priv_free(void *p) {
+  lasso_priv *pv = p;
+  if (!pv)
+    return;
+  lasso_data_close(&pv->d);
+  strata_free(pv);
+}
+
+/* Data block bytes for feature block [f0, f0 + nf) of d. */
+static void *build_colblock(const lasso_data *d, uint32_t f0, uint32_t nf, size_t *len) {
+  uint64_t a = d->colptr[f0], nnz = d->colptr[f0 + nf] - a;
+  size_t off[4];
+  *len = colblock_offsets(nf, nnz, off);
+  char *buf = strata_alloc_aligned(*len);
+  if (!buf)
+    return NULL;
+  memset(buf, 0, *len); /* padding too: the engine checksums the data it loaded */
+  *(colblock *)buf = (colblock){nf, f0, nnz};
+  uint64_t *cp = (uint64_t *)(buf + off[0]);
+  double *n2 = (double *)(buf + off[1]);
+  for (uint32_t k = 0; k <= nf; k++)
+    cp[k] = d->colptr[f0 + k] - a;
+  for (uint32_t k = 0; k < nf; k++) {
+    double s = 0;
+    for (uint64_t x = d->colptr[f0 + k]; x < d->colptr[f0 + k + 1]; x++)
+      s += d->val[x] * d->val[x];
+    n2[k] = s;
+  }
+  memcpy(buf + off[2], d->val + a, nnz * 8);
+  memcpy(buf + off[3], d->row + a, nnz * 4);
+  return buf;
+}
+
+static int lasso_load(const void *vcfg, const strata_setup *setup, strata_problem *prob) {
+  const lasso_config *cfg = vcfg;
+  int B = setup->strata, rc;
+  lasso_priv *pv = strata_calloc(1, sizeof *pv);
+  if (!pv)
+    return strata_err_set(STRATA_ENOMEM, "lasso: out of memory");
+  pv->final_objective = NAN;
+  lasso_data *d = &pv->d;
+  if ((rc = lasso_data_read(cfg->data, d)))
+    goto fail;
+  if (cfg->standardize && (rc = lasso_data_standardize(d)))
+    goto fail;
+  if (d->p < (uint32_t)B) {
+    rc = strata_err_set(STRATA_EUSAGE, "%s: %u features, fewer than the %d strata", cfg->data, d->p,
+                        B);
+    goto fail;
+  }
+  lasso_meta *m = &pv->m;
+  m->n = d->n;
+  m->p = d->p;
+  for (uint32_t i = 0; i < d->n; i++)
+    m->yy += d->y[i] * d->y[i];
+  for (uint32_t f = 0; f < d->p; f++) {
+    double g = 0;
+    for (uint64_t x = d->colptr[f]; x < d->colptr[f + 1]; x++)
+      g += d->val[x] * d->y[d->row[x]];
+    m->lambda_max = fmax(m->lambda_max, fabs(g) / d->n);
+  }
+  m->lambda = cfg->lambda.given ? cfg->lambda.value : cfg->lambda_ratio.value * m->lambda_max;
+  if (cfg->path > 1 && !(m->lambda > 0)) {
+    rc = strata_err_set(STRATA_EUSAGE, "--path needs lambda > 0");
+    goto fail;
+  }
+  coord_meta = *m;
+  strata_log(STRATA_LOG_INFO,
+             "lasso: %u examples, %u features, %llu stored; lambda_max %.9g, lambda %.9g", d->n,
+             d->p, (unsigned long long)d->nnz, m->lambda_max, m->lambda);
+
+  size_t rlen_off[2], rlen = resident_offsets(d->n, d->p, rlen_off);
+  double bytes = (double)B * B * (double)d->nnz * 12 + (double)B * rlen;
+  if ((rc = strata_problem_fits("lasso's blocks (X once per stratum pair)", bytes,
+                                "lower --strata")))
+    goto fail;
+  if ((rc = strata_problem_alloc(prob, B * B, B, B, 0)))
+    goto fail;
+  for (int j = 0; j < B && !rc; j++) {
+    uint32_t f0 = split(d->p, B, j), nf = split(d->p, B, j + 1) - f0;
+    size_t len;
+    void *blk = build_colblock(d, f0, nf, &len);
+    if (!blk)
+      rc = strata_err_set(STRATA_ENOMEM, "lasso: out of memory");
+    for (int i = 0; i < B && !rc; i++) {
+      void *c = i == B - 1 ? blk : strata_alloc_aligned(len);
+      if (!c) {
+        strata_free(blk);
+        rc = strata_err_set(STRATA_ENOMEM, "lasso: out of memory");
+        break;
+      }
+      if (c != blk)
+        memcpy(c, blk, len);
+      prob->data[i * B + j] = (strata_block){c, len, 0, 0};
+    }
+    uint32_t nrows = (nf + ROW_FLOATS - 1) / ROW_FLOATS;
+    size_t rb = ROW_FLOATS * 4;
+    prob->rotating[j] =
+        (strata_block){strata_alloc_aligned(nrows * rb), nrows * rb, nrows, (uint32_t)rb};
+    if (!rc && !prob->rotating[j].buf)
+      rc = strata_err_set(STRATA_ENOMEM, "lasso: out of memory");
+    if (!rc)
+      memset(prob->rotating[j].buf, 0, nrows * rb);
+  }
+  for (int i = 0; i < B && !rc; i++) {
+    char *buf = strata_alloc_aligned(rlen);
+    if (!buf) {
+      rc = strata_err_set(STRATA_ENOMEM, "lasso: out of memory");
+      break;
+    }
+    memset(buf, 0, rlen);
+    memcpy(buf, d->y, (size_t)d->n * 8);
+    float *prio = (float *)(buf + rlen_off[1]);
+    for (uint32_t f = 0; f < d->p; f++)
+      prio[f] = 1;
+    prob->resident[i] = (strata_block){buf, rlen, 0, 0};
+  }
+  if (rc)
+    goto fail;
+  if (!(prob->meta = strata_malloc(sizeof *m))) {
+    rc = strata_err_set(STRATA_ENOMEM, "lasso: out of memory");
+    goto fail;
+  }
+  memcpy(prob->meta, m, sizeof *m);
+  prob->meta_len = sizeof *m;
+  prob->n_examples = d->p;
+  prob->priv = pv;
+  prob->priv_free = priv_free;
+  return 0;
+fail:
+  priv_free(pv);
+  return rc;
+}
+
+static int lasso_schedule(const void *cfg, const strata_setup *setup, const strata_problem *prob,
+                          strata_schedule *sched) {
+  return strata_schedule_diagonal(sched, setup->workers, setup->strata);
+}
+
+static void lasso_describe(const void *vcfg, const strata_problem *prob, strata_json *j) {
+  const lasso_config *cfg = vcfg;
+  const lasso_priv *pv = prob->priv;
+  if (!pv)
+    return;
+  strata_json_int(j, "n", pv->m.n);
+  strata_json_int(j, "p", pv->m.p);
+  strata_json_int(j, "nnz", (int64_t)pv->d.nnz);
+  strata_json_double(j, "lambda", pv->m.lambda);
+  strata_json_double(j, "lambda_max", pv->m.lambda_max);
+  strata_json_string(j, "schedule", cfg->schedule == SCHED_DYNAMIC ? "dynamic" : "static");
+  /* Known only when the final blocks came back (--model-out). */
+  strata_json_double(j, "final_objective", pv->final_objective);
+  if (isfinite(pv->final_objective))
+    strata_json_int(j, "final_nonzeros", (int64_t)pv->final_nonzeros);
+}
+
+typedef struct coef_out {
+  const strata_problem *prob;
+  uint32_t p;
+  int B;
+} coef_out;
+
+static int fill_coef(FILE *f, void *ud) {
+  const coef_out *c = ud;
+  for (int j = 0; j < c->B; j++) {
+    const float *beta = c->prob->rotating[j].buf;
+    uint32_t f0 = split(c->p, c->B, j), nf = split(c->p, c->B, j + 1) - f0;
+    for (uint32_t k = 0; k < nf; k++)
+      if (beta[k] != 0)
+        fprintf(f, "%u %.9g\n", f0 + k, (double)beta[k]);
+  }
+  return ferror(f) ? strata_err_set(STRATA_EIO, "coef.txt: write error") : 0;
+}
+
+/* DIR/coef.txt: "index value" for every nonzero coefficient, index 0-based
+ * (the file's column order; LIBSVM index - 1), value as the float kept.
+ * Also computes the exact F of the final coefficients (final_objective). */
+static int lasso_export(const void *vcfg, const strata_setup *setup, const strata_problem *prob,
+                        const char *dir) {
+  lasso_priv *pv = prob->priv;
+  const lasso_data *d = &pv->d;
+  int B = prob->n_rotating;
+  double *r = strata_malloc((size_t)d->n * 8);
+  if (!r)
+    return strata_err_set(STRATA_ENOMEM, "lasso: out of memory");
+  memcpy(r, d->y, (size_t)d->n * 8);
+  double l1 = 0;
+  uint64_t nz = 0;
+  for (int j = 0; j < B; j++) {
+    const float *beta = prob->rotating[j].buf;
+    uint32_t f0 = split(d->p, B, j), nf = split(d->p, B, j + 1) - f0;
+    for (uint32_t k = 0; k < nf; k++) {
+      double b = beta[k];
+      if (b == 0)
+        continue;
+      nz++;
+      l1 += fabs(b);
+      for (uint64_t x = d->colptr[f0 + k]; x < d->colptr[f0 + k + 1]; x++)
+        r[d->row[x]] -= d->val[x] * b;
+    }
+  }
+  double rr = 0;
+  for (uint32_t i = 0; i < d->n; i++)
+    rr += r[i] * r[i];
+  strata_free(r);
+  double F = rr / (2.0 * d->n) + pv->m.lambda * l1;
+  if (!isfinite(F))
+    return strata_err_set(STRATA_EDIVERGED, "lasso: the final coefficients are not finite");
+  pv->final_objective = F;
+  pv->final_nonzeros = nz;
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+    return strata_err_set(STRATA_EIO, "%s: cannot create directory: %s", dir, strerror(errno));
+  coef_out c = {prob, d->p, B};
+  return strata_write_atomic_in(dir, "coef.txt", fill_coef, &c);
+}
+
+static const strata_app lasso_app = {
+    .name = "lasso",
+    .flags = STRATA_APP_ADDITIVE,
+    .summary = "Lasso regression by coordinate descent (cyclic or STRADS-style "
+               "dynamic)",
+    .examples = "  strata-lasso --mode serial --data synth:n=500,p=400000 "
+                "--lambda-ratio 0.1\n"
+                "  mpirun -np 3 strata-lasso --data diabetes.tab.txt "
+                "--standardize --lambda 1 "
+                "--model-out out\n"
+                "  mpirun -np 3 strata-lasso --schedule dynamic --set-size 32 "
+                "--corr-threshold 0.1\n"
+                "  mpirun -np 3 strata-lasso --mode ssp --path 10 "
+                "--path-passes 5 --passes 60\n",
+    .unit = "coordinates",
+    .options = lasso_options,
+    .config_size = sizeof(lasso_config),
+    .check = lasso_check,
+    .n_partials = N_PARTIALS,
+    .partial_reduce = lasso_reduce,
+    .n_objectives = 5,
+    .objective_names = lasso_objective_names,
+    .load = lasso_load,
+    .schedule = lasso_schedule,
+    .worker_init = lasso_worker_init,
+    .worker_free = lasso_worker_free,
+    .compute = lasso_compute,
+    .block_objective = lasso_block_objective,
+    .objectives = lasso_objectives,
+    .diverged_hint = "lower --set-size or lower --corr-threshold (filter more "
+                     "correlated features)",
+    .n_controls = 1,
+    .control_names = lasso_control_names,
+    .pass_control = lasso_pass_control,
+    .describe = lasso_describe,
+    .export_model = lasso_export,
+};
 
 int main(int argc, char **argv) {
-  const strata_app *apps[] = {&app};
+  const strata_app *apps[] = {&lasso_app};
   return strata_main(argc, argv, apps, 1);
 }
