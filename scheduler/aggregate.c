@@ -254,7 +254,7 @@ static int decide(strata__agg *c, int k) {
   v->stop = c->diverged_pass != 0;
   if (!v->stop && c->app->pass_control) {
     int known = k - c->lag + 1;
-    c->app->pass_control(c->cfg, k, c->obj_hist, known > 0 ? known : 0, k ? c->ctl[k - 1].ctl : NULL,
+    c->app->pass_control(c->cfg, c->prob, k, c->obj_hist, known > 0 ? known : 0, k ? c->ctl[k - 1].ctl : NULL,
                          v->ctl);
   }
   c->n_decided = k + 1;

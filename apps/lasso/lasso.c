@@ -147,10 +147,6 @@ typedef struct lasso_priv {
   uint64_t final_nonzeros;
 } lasso_priv;
 
-/* pass_control sees the config but not the problem, so the coordinator
- * keeps lambda_max from its load here (an API gap; see docs/apps-lasso.md). */
-static lasso_meta coord_meta;
-
 enum { P_LS, P_L1, P_NZ, P_MAXD, P_UPDATES, P_TOUCHED, N_PARTIALS };
 static const strata_reduce lasso_reduce[N_PARTIALS] = {STRATA_REDUCE_SUM, STRATA_REDUCE_SUM,
                                                        STRATA_REDUCE_SUM, STRATA_REDUCE_MAX,
@@ -601,9 +597,12 @@ static void lasso_objectives(const void *cfg, const strata_problem *prob, const 
   v[4] = p[P_TOUCHED];
 }
 
-static void lasso_pass_control(const void *cfg, int pass, const double *objectives, int known,
-                               const double *prev, double *ctl) {
-  ctl[0] = lambda_at(cfg, &coord_meta, pass);
+/* The path's lambda of the pass, from lambda_max as load found it. */
+static void lasso_pass_control(const void *cfg, const strata_problem *prob, int pass,
+                               const double *objectives, int known, const double *prev,
+                               double *ctl) {
+  const lasso_priv *pv = prob->priv;
+  ctl[0] = lambda_at(cfg, &pv->m, pass);
 }
 
 /* ---- coordinator ----------------------------------------------------------
@@ -685,7 +684,6 @@ static int lasso_load(const void *vcfg, const strata_setup *setup, strata_proble
     rc = strata_err_set(STRATA_EUSAGE, "--path needs lambda > 0");
     goto fail;
   }
-  coord_meta = *m;
   strata_log(STRATA_LOG_INFO,
              "lasso: %u examples, %u features, %llu stored; lambda_max %.9g, lambda %.9g", d->n,
              d->p, (unsigned long long)d->nnz, m->lambda_max, m->lambda);

@@ -511,7 +511,8 @@ static int mf_evaluate(void *state, const strata_task_view *tv, double *partials
  * pass), so the rule acts once per summed pass, L passes late. */
 static const char *const mf_control_names[] = {"lr"};
 
-static void mf_pass_control(const void *vcfg, int pass, const double *obj, int known,
+static void mf_pass_control(const void *vcfg, const strata_problem *prob, int pass,
+                            const double *obj, int known,
                             const double *prev, double *ctl) {
   const strata_mf_config *cfg = vcfg;
   if (strcmp(cfg->update, "sgd") || strcmp(cfg->lr_schedule, "bold")) {

@@ -282,7 +282,9 @@ typedef struct strata_app {
   /* Optional per-pass control values (a step size, say) derived from the
    * objectives of earlier passes, identical on every worker and in every
    * mode. pass_control runs on the coordinator and fills ctl[0..n_controls)
-   * for pass `pass` (0-based) from the objectives of passes 0..known-1
+   * for pass `pass` (0-based) from the loaded problem (prob: what load kept
+   * in prob->priv, such as a scale derived from the data), the objectives
+   * of passes 0..known-1
    * (objectives[q * STRATA_MAX_OBJECTIVES + i]) and the previous pass's
    * values (prev; NULL for pass 0). The engine decides pass k's values once
    * pass k - L is summed (known = k - L + 1; 0 for k < L), with a lag L of 2
@@ -293,8 +295,8 @@ typedef struct strata_app {
    * control_names. */
   int n_controls;
   const char *const *control_names;
-  void (*pass_control)(const void *cfg, int pass, const double *objectives, int known,
-                       const double *prev, double *ctl);
+  void (*pass_control)(const void *cfg, const strata_problem *prob, int pass,
+                       const double *objectives, int known, const double *prev, double *ctl);
   /* Coordinator, optional: app fields for the metrics summary (--metrics-out),
    * e.g. "rank", "ratings". */
   void (*describe)(const void *cfg, const strata_problem *prob, strata_json *j);
