@@ -242,8 +242,11 @@ static void take(live *l, conn *c, const live_msg *m) {
       return;
     case M_BEAT:
       c->last_beat = now;
+      /* Starting a pass is progress too: the steps before it may date from
+       * before the set-up, which a large load makes longer than the stall
+       * timeout. */
+      if (m->steps != c->steps || m->pass != c->pass) c->steps_at = now;
       c->pass = m->pass;
-      if (m->steps != c->steps) c->steps_at = now;
       c->steps = m->steps;
       c->waiting = m->waiting;
       if (m->timeout > 0) c->timeout = m->timeout;
