@@ -44,21 +44,17 @@ int pr_graph_read(const char *path, pr_graph *g);
 
 /* The edges from source block j into destination block i, grouped for the
  * cache: by pipeline chunk of the source block (chunk c holds the sources
- * whose ranks arrive in chunk c), then by destination sub-tile of
- * PR_SUB_VERTS vertices (whose accumulators fit in L2), then by a window of
- * PR_WIN_VERTS sources; inside a group sorted by source. An edge is one
- * uint32: (source - group's src_base) << PR_SUB_BITS | (destination -
+ * whose ranks arrive in chunk c), then by destination sub-tile of 2^sub_bits
+ * vertices (whose accumulators then stay in cache), then by a window of
+ * 2^(32 - sub_bits) sources; inside a group sorted by source. An edge is
+ * one uint32: (source - group's src_base) << sub_bits | (destination -
  * group's dst_base). Data block layout: pr_tile, then depth + 1 group
  * offsets (uint32), the groups, the edges. */
-#define PR_SUB_BITS 17
-#define PR_SUB_VERTS (1u << PR_SUB_BITS)
-#define PR_WIN_BITS (32 - PR_SUB_BITS)
-#define PR_WIN_VERTS (1u << PR_WIN_BITS)
-
 typedef struct pr_tile {
   uint32_t n_dst, n_src; /* vertices of the destination and source blocks */
   uint32_t depth, n_groups;
   uint64_t n_edges;
+  uint32_t sub_bits, pad;
 } pr_tile;
 
 typedef struct pr_group {
@@ -92,9 +88,10 @@ void pr_chunk_verts(uint32_t nv, uint32_t per_row, uint32_t rows_extra, int dept
  * destinations in block i; each a strata_alloc_aligned buffer of
  * *lens[i * B + j] bytes) of the graph given as CSR by source (off: n + 1,
  * adj: destinations), chunked as pr_chunk_verts(.., per_row, rows_extra,
- * depth, ..). 0 or STRATA_ENOMEM. */
+ * depth, ..), with destination sub-tiles of 2^sub_bits vertices (8 to 24).
+ * 0 or STRATA_ENOMEM. */
 int pr_tiles_build(const pr_blocks *bl, const uint64_t *off, const uint32_t *adj, uint32_t per_row,
-                   uint32_t rows_extra, int depth, void **tiles, size_t *lens);
+                   uint32_t rows_extra, int depth, int sub_bits, void **tiles, size_t *lens);
 
 /* Compensated accumulation: hl = (hi, lo) holds hi + lo, and adding c
  * keeps the rounding error of hi + c in lo (Knuth's TwoSum). A sum of many

@@ -6,7 +6,7 @@
  * contribution into its destination's accumulator. Read in source order,
  * the contributions stream but the accumulators are hit at random over the
  * whole graph; so the edges of a tile are grouped by destination sub-tile
- * (PR_SUB_VERTS accumulators, 128 KiB of doubles: they stay in L2 while the
+ * (2^sub_bits accumulators, sized by the app to stay in cache while the
  * group runs) and, inside a group, sorted by source, so the contributions
  * are read in increasing order, which the prefetchers follow. An edge is
  * then 4 bytes, two offsets in one word. This is propagation blocking's
@@ -36,8 +36,9 @@ typedef struct tile_plan {
 } tile_plan;
 
 int pr_tiles_build(const pr_blocks *bl, const uint64_t *off, const uint32_t *adj, uint32_t per_row,
-                   uint32_t rows_extra, int depth, void **tiles, size_t *lens) {
+                   uint32_t rows_extra, int depth, int sub_bits, void **tiles, size_t *lens) {
   int B = bl->B, rc = 0;
+  const uint32_t SB = (uint32_t)sub_bits, WB = 32 - SB, SUBV = 1u << SB, WINV = 1u << WB;
   uint32_t n = bl->first[B];
   uint16_t *blk = strata_malloc((size_t)n * 2);
   tile_plan *pl = strata_calloc((size_t)B, sizeof *pl);
@@ -54,10 +55,10 @@ int pr_tiles_build(const pr_blocks *bl, const uint64_t *off, const uint32_t *adj
       if (hi - lo > widest) widest = hi - lo;
     }
     clo[depth] = nj;
-    uint32_t nwin = widest ? (widest + PR_WIN_VERTS - 1) / PR_WIN_VERTS : 1;
+    uint32_t nwin = widest ? (widest + WINV - 1) / WINV : 1;
     for (int i = 0; i < B; i++) {
       uint32_t ni = bl->first[i + 1] - bl->first[i];
-      pl[i].nsub = ni ? (ni + PR_SUB_VERTS - 1) / PR_SUB_VERTS : 1;
+      pl[i].nsub = ni ? (ni + SUBV - 1) / SUBV : 1;
       pl[i].nwin = nwin;
       pl[i].edges = 0;
       if (!(pl[i].count = strata_calloc((size_t)depth * pl[i].nsub * nwin, 8))) goto oom;
@@ -66,11 +67,11 @@ int pr_tiles_build(const pr_blocks *bl, const uint64_t *off, const uint32_t *adj
     int c = 0;
     for (uint32_t u = 0; u < nj; u++) {
       while (u >= clo[c + 1]) c++;
-      uint32_t w = (u - clo[c]) >> PR_WIN_BITS;
+      uint32_t w = (u - clo[c]) >> WB;
       for (uint64_t k = off[jlo + u]; k < off[jlo + u + 1]; k++) {
         uint32_t v = adj[k];
         tile_plan *t = &pl[blk[v]];
-        uint32_t s = (v - bl->first[blk[v]]) >> PR_SUB_BITS;
+        uint32_t s = (v - bl->first[blk[v]]) >> SB;
         t->count[((size_t)c * t->nsub + s) * t->nwin + w]++;
         t->edges++;
       }
@@ -86,7 +87,8 @@ int pr_tiles_build(const pr_blocks *bl, const uint64_t *off, const uint32_t *adj
       if (!h) goto oom;
       tiles[(size_t)i * B + j] = h;
       lens[(size_t)i * B + j] = len;
-      *h = (pr_tile){bl->first[i + 1] - bl->first[i], nj, (uint32_t)depth, (uint32_t)ng, t->edges};
+      *h = (pr_tile){bl->first[i + 1] - bl->first[i], nj, (uint32_t)depth, (uint32_t)ng, t->edges,
+                     SB, 0};
       uint32_t *co = (uint32_t *)(h + 1);
       pr_group *g = (pr_group *)pr_tile_groups(h);
       uint64_t at = 0;
@@ -97,7 +99,7 @@ int pr_tiles_build(const pr_blocks *bl, const uint64_t *off, const uint32_t *adj
           for (uint32_t w = 0; w < t->nwin; w++) {
             uint64_t *cnt = &t->count[((size_t)cc * t->nsub + s) * t->nwin + w];
             if (!*cnt) continue;
-            g[gi++] = (pr_group){clo[cc] + w * PR_WIN_VERTS, s * PR_SUB_VERTS, at, (uint32_t)*cnt, 0};
+            g[gi++] = (pr_group){clo[cc] + w * WINV, s * SUBV, at, (uint32_t)*cnt, 0};
             uint64_t k = *cnt;
             *cnt = at;
             at += k;
@@ -109,14 +111,14 @@ int pr_tiles_build(const pr_blocks *bl, const uint64_t *off, const uint32_t *adj
     c = 0;
     for (uint32_t u = 0; u < nj; u++) {
       while (u >= clo[c + 1]) c++;
-      uint32_t w = (u - clo[c]) >> PR_WIN_BITS, su = (u - clo[c] - w * PR_WIN_VERTS);
+      uint32_t w = (u - clo[c]) >> WB, su = (u - clo[c] - w * WINV);
       for (uint64_t k = off[jlo + u]; k < off[jlo + u + 1]; k++) {
         uint32_t v = adj[k], i = blk[v], dv = v - bl->first[i];
         tile_plan *t = &pl[i];
-        uint32_t s = dv >> PR_SUB_BITS;
+        uint32_t s = dv >> SB;
         uint64_t *slot = &t->count[((size_t)c * t->nsub + s) * t->nwin + w];
         uint32_t *E = (uint32_t *)pr_tile_edges(tiles[(size_t)i * B + j]);
-        E[(*slot)++] = su << PR_SUB_BITS | (dv & (PR_SUB_VERTS - 1));
+        E[(*slot)++] = su << SB | (dv & (SUBV - 1));
       }
     }
     for (int i = 0; i < B; i++) {
@@ -139,7 +141,7 @@ void pr_tile_scatter(const pr_tile *t, int chunk, const double *c, double *acc) 
   const uint32_t *co = pr_tile_chunks(t);
   const pr_group *g = pr_tile_groups(t);
   const uint32_t *E = pr_tile_edges(t);
-  const uint32_t mask = PR_SUB_VERTS - 1;
+  const uint32_t sb = t->sub_bits, mask = (1u << sb) - 1;
   for (uint32_t k = co[chunk]; k < co[chunk + 1]; k++) {
     const uint32_t *e = E + g[k].off;
     const double *cs = c + g[k].src_base;
@@ -147,9 +149,9 @@ void pr_tile_scatter(const pr_tile *t, int chunk, const double *c, double *acc) 
     uint32_t cnt = g[k].count, x = 0;
     for (; x + 2 <= cnt; x += 2) {
       uint32_t e0 = e[x], e1 = e[x + 1];
-      pr_dd_add(a + 2 * (e0 & mask), cs[e0 >> PR_SUB_BITS]);
-      pr_dd_add(a + 2 * (e1 & mask), cs[e1 >> PR_SUB_BITS]);
+      pr_dd_add(a + 2 * (e0 & mask), cs[e0 >> sb]);
+      pr_dd_add(a + 2 * (e1 & mask), cs[e1 >> sb]);
     }
-    for (; x < cnt; x++) pr_dd_add(a + 2 * (e[x] & mask), cs[e[x] >> PR_SUB_BITS]);
+    for (; x < cnt; x++) pr_dd_add(a + 2 * (e[x] & mask), cs[e[x] >> sb]);
   }
 }

@@ -147,6 +147,15 @@ for np in 3 4; do
   per_pass_equal p$P.json s7.json 1e-12 "scheduled with $P workers, every pass"
 done
 ranks_every_pass 3 g.txt 1 2 3 4 5 6
+# The layout's groups: many destination sub-tiles (2^8 vertices), or many
+# source windows (2^8 sources: --subtile-bits 24).
+for sb in 8 24; do
+  run_serial sb$sb g.txt 7 --subtile-bits $sb
+  cmp_ranks sb$sb/ranks.txt s7/ranks.txt 0 "serial with --subtile-bits $sb"
+  mpi 3 "$PR" --graph g.txt --passes 7 --depth 4 --subtile-bits $sb --model-out psb$sb -q \
+    >psb$sb.log 2>&1 || { show_log psb$sb.log; fail "2 workers, --subtile-bits $sb"; }
+  cmp_ranks psb$sb/ranks.txt s7/ranks.txt 0 "2 workers with --subtile-bits $sb"
+done
 mpi 3 "$PR" --graph g.txt --passes 7 --strata 5 --depth 2 --model-out b5 -q >b5.log 2>&1
 rc=$?; [ "$rc" = 0 ] || show_log b5.log
 expect_rc 0 "$rc" "scheduled, 2 workers, 5 strata"
@@ -204,6 +213,7 @@ bad 1 'bad.mtx:3: entry (4, 1) outside the 3 x 3 matrix' --graph bad.mtx --model
 bad 1 'nope.txt: cannot open' --graph nope.txt --model-out out
 bad 2 'damping' --graph g.txt --damping 1.5
 bad 2 'scale' --graph synth:scale=40
+bad 2 'subtile-bits' --graph g.txt --subtile-bits 4
 bad 2 'graph' --passes 3
 ok "bad input"
 
