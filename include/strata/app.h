@@ -126,7 +126,8 @@ typedef struct strata_setup {
 } strata_setup;
 
 /* One task as compute sees it. Rows of `rotating` outside [row_lo, row_hi)
- * may be in flight and must not be touched. Given the schedule, every mode
+ * may be in flight and must not be touched (in serial mode nothing travels:
+ * every row is there, as the chunks before this one left it). Given the schedule, every mode
  * calls compute on a worker for the same task views in the same order: each
  * pass, each sub-epoch, the worker's tasks in schedule order, and for each
  * chunk 0..depth-1, empty chunks (row_lo == row_hi) included; what differs
