@@ -55,6 +55,7 @@ PROFILES = {
         lda_real=False, strata=[1, 2], straggle=[0.0, 1.0], straggle_passes=3,
         msgcost=["--max-bytes", "1048576", "--reps", "5"], timeout=120,
         pr_real=False, pr_graph="synth:scale=12,edge-factor=8,seed=1", pr_passes=5,
+        lasso_data="synth:n=100,p=2000,density=0.05,nonzeros=10,noise=0.1,seed=1", lasso_passes=10,
         sfb=dict(sizes=[(10, 1000)], nnz=10, samples=1200, test=300, minibatch=50, passes=3,
                  lr=50, q_workers=[4], q_size=(10, 1000))),
     # Under 5 minutes on the 2-core machine: a MovieLens-10M-shaped set at
@@ -66,6 +67,8 @@ PROFILES = {
         lda_real=True, strata=[1, 2, 4, 8, 16], straggle=[0.0, 0.25, 0.5, 1.0],
         straggle_passes=5, msgcost=[], timeout=300,
         pr_real=True, pr_graph="synth:scale=16,edge-factor=16,seed=1", pr_passes=20,
+        lasso_data="synth:n=500,p=100000,density=0.05,nonzeros=100,noise=0.1,seed=1",
+        lasso_passes=60,
         sfb=dict(sizes=[(50, 2000), (100, 5000), (200, 10000)], nnz=30, samples=2400, test=600,
                  minibatch=100, passes=5, lr=50, q_workers=[4], q_size=(100, 5000))),
     # Under an hour: the MovieLens-10M shape at full size.
@@ -76,6 +79,8 @@ PROFILES = {
         lda_real=True, strata=[1, 2, 4, 8, 16, 32, 64], straggle=[0.0, 0.25, 0.5, 1.0, 2.0],
         straggle_passes=9, msgcost=[], timeout=1200,
         pr_real=True, pr_graph="synth:scale=20,edge-factor=16,seed=1", pr_passes=20,
+        lasso_data="synth:n=500,p=400000,density=0.05,nonzeros=100,noise=0.1,seed=1",
+        lasso_passes=150,
         sfb=dict(sizes=[(50, 5000), (100, 10000), (200, 20000), (500, 20000)], nnz=30, samples=6000,
                  test=1200, minibatch=100, passes=8, lr=50, q_workers=[4, 6], q_size=(100, 10000))),
 }
@@ -145,6 +150,20 @@ def pagerank_points(pr, data_dir):
            ("pagerank", "essp s=1", 2, ["--mode", "essp", "--staleness", "1"] + common, []),
            ("pagerank", "async", 2, ["--mode", "async"] + common, [])]
     return pts, name
+
+
+def lasso_points(pr):
+    """Lasso at lambda = 0.1 lambda_max (the SSP paper's setting, scaled):
+    cyclic descent serially and on the ring, the STRADS-style dynamic
+    schedule, and the parameter-server modes."""
+    common = ["--data", pr["lasso_data"], "--lambda-ratio", "0.1"]
+    return [("lasso", "serial", 0, ["--mode", "serial"] + common, []),
+            ("lasso", "scheduled static", 2, ["--mode", "scheduled"] + common, []),
+            ("lasso", "scheduled dynamic", 2, ["--mode", "scheduled", "--schedule", "dynamic"] + common,
+             []),
+            ("lasso", "bsp", 2, ["--mode", "bsp"] + common, []),
+            ("lasso", "ssp s=1", 2, ["--mode", "ssp", "--staleness", "1"] + common, []),
+            ("lasso", "async", 2, ["--mode", "async"] + common, [])]
 
 
 def sfb_data(sp, J, D):
@@ -288,6 +307,7 @@ def run_matrix(r, pr, data_dir):
     lda, lda_name = lda_points(pr, data_dir)
     sfb = sfb_points(pr)
     prk, r.pr_name = pagerank_points(pr, data_dir)
+    las = lasso_points(pr)
     # Interleave repeats: each round visits every point once, so slow spells
     # of the shared machine spread over all points instead of hitting one.
     for rep in range(R):
@@ -304,6 +324,8 @@ def run_matrix(r, pr, data_dir):
             r.strata("mlr", g, label, w, args, extra, rep, passes=pr["sfb"]["passes"], fields=f)
         for g, label, w, args, extra in prk:
             r.strata("pagerank", g, label, w, args, extra, rep, passes=pr["pr_passes"])
+        for g, label, w, args, extra in las:
+            r.strata("lasso", g, label, w, args, extra, rep, passes=pr["lasso_passes"])
     # Stragglers: the delay is a fraction of a BSP pass measured above.
     bsp = [window_pass(x["metrics"]) for x in r.records
            if x.get("group") == "modes" and x.get("label") == "bsp" and "metrics" in x]
@@ -524,6 +546,49 @@ def pagerank_summary(r, pr):
     return L
 
 
+def lasso_best(recs):
+    """The lowest objective any Lasso run reached: the optimum's estimate."""
+    return min((p["objective"] for x in ok(recs) if x.get("app") == "lasso"
+                for p in x["metrics"]["per_pass"] if p.get("objective") is not None),
+               default=math.nan)
+
+
+def lasso_summary(r, pr):
+    pts = points(r.records, "lasso", "lasso")
+    if not pts:
+        return []
+    best = lasso_best(r.records)
+    L = [f"## Lasso (`{pr['lasso_data']}`, lambda = 0.1 lambda_max, {pr['lasso_passes']} passes)\n",
+         f"F*: the lowest objective any run reached ({best:.10g}). Time to 1e-4: training seconds "
+         "until the objective is within 1e-4 relative of F* (median over repeats; '-': not "
+         "reached).\n",
+         "| mode | workers | time per pass ms | passes to 1e-4 | time to 1e-4 s | x serial | "
+         "final objective | nonzeros |\n|---|---|---|---|---|---|---|---|"]
+    def hit(m):
+        t = 0.0
+        for p in m["per_pass"]:
+            t += p["time_s"]
+            if p.get("objective") is not None and p["objective"] <= best * (1 + 1e-4):
+                return p["pass"] + 1, t
+        return None
+    rows, serial_t = [], None
+    for (label, w, tr), xs in pts.items():
+        ms = [x["metrics"] for x in xs]
+        hs = [h for h in map(hit, ms) if h]
+        ht = statistics.median([h[1] for h in hs]) if len(hs) == len(ms) else None
+        if label == "serial":
+            serial_t = ht
+        rows.append((label, w, ms, hs, ht))
+    for label, w, ms, hs, ht in rows:
+        t = spread([m["time_per_pass_s"] for m in ms])
+        L.append(f"| {label} | {w or 'serial'} | {ms3(t)} | "
+                 + (f"{statistics.median([h[0] for h in hs]):.0f} | {ht:.3f} | " if ht else "- | - | ")
+                 + (f"{ht / serial_t:.2f} | " if ht and serial_t else "- | ")
+                 + f"{ms[0]['per_pass'][-1]['objective']:.10g} | {ms[0]['per_pass'][-1]['nonzeros']:.0f} |")
+    L.append("")
+    return L
+
+
 def summarise(r, pr, lda_name, out, model):
     recs = r.records
     kern = [x["metrics"] for x in ok(recs) if x["kind"] == "kernel"]
@@ -619,6 +684,7 @@ def summarise(r, pr, lda_name, out, model):
     L.append("")
     L += sfb_summary(recs, pr)
     L += pagerank_summary(r, pr)
+    L += lasso_summary(r, pr)
     if model:
         L.append("## Scale model (bench/scale_model.py)\n")
         L.append(model.get("markdown", ""))
@@ -658,6 +724,8 @@ PLOTS = [
     ("sfb_objective_vs_time", "MLR train_loss against training seconds, serial / sfb / bsp / ssp "
      "on the largest J x D (first repeat)"),
     ("pagerank_time_per_pass", "PageRank time per pass by mode, median with min-max bars"),
+    ("lasso_objective_vs_time", "Lasso: objective minus the best any run reached against training "
+     "seconds, per mode (first repeat, log scale)"),
     ("pagerank_sse_vs_time", "PageRank SSE from the ground truth against training seconds, per "
      "mode (first repeat, log scale)"),
     ("sfb_objective_vs_samples", "MLR train_loss against samples processed, the same runs"),
@@ -743,6 +811,21 @@ def plots(r, out, model):
     if cmds:
         gnuplot(out, "pagerank_sse_vs_time", "set title 'PageRank: SSE from the ground truth "
                 "against time'\nset xlabel 'training seconds'\nset ylabel 'SSE'\nset logscale y\n"
+                "plot " + ", ".join(cmds) + "\n", files)
+    # 2c. Lasso's distance to the best objective against time (log scale)
+    best = lasso_best(recs)
+    files, cmds = {}, []
+    for i, ((label, w, tr), xs) in enumerate(points(recs, "lasso", "lasso").items()):
+        t, s = 0.0, ""
+        for pp in xs[0]["metrics"]["per_pass"]:
+            t += pp["time_s"]
+            if pp.get("objective") is not None and pp["objective"] > best:
+                s += f"{t} {(pp['objective'] - best) / best}\n"
+        files[f"lasso_{i}.dat"] = s
+        cmds.append(f"'lasso_{i}.dat' using 1:2 with linespoints title {q(label)}")
+    if cmds:
+        gnuplot(out, "lasso_objective_vs_time", "set title 'Lasso: (F - F*) / F* against time'\n"
+                "set xlabel 'training seconds'\nset ylabel 'relative gap'\nset logscale y\n"
                 "plot " + ", ".join(cmds) + "\n", files)
     # 3. compute vs wait
     d = ""

@@ -8,7 +8,8 @@
 #     and axpys read; for 2 workers, over the nonzeros both read);
 #   - the time to an objective within 1e-4 relative of F* (training seconds
 #     summed over the passes, load excluded) for serial, scheduled static and
-#     dynamic (2 workers), ssp and async;
+#     dynamic (2 workers), and every parameter-server mode (bsp, absp with
+#     two clocks a pass, ssp and essp with staleness 1, async);
 #   - the correlation filter on the diabetes table: the dynamic schedule with
 #     a set of all 10 features diverges unfiltered and converges filtered.
 # Prints a table; the runs' --metrics-out JSON stays in OUTDIR.
@@ -53,7 +54,10 @@ run dynamic_filtered "$np" --mode scheduled --schedule dynamic --set-size 16 --d
 run dynamic_default "$np" --mode scheduled --schedule dynamic --set-size 16 --corr-threshold 1 \
   --passes 300
 run dynamic_serial 1 --mode serial --schedule dynamic --set-size 16 --corr-threshold 1 --passes 300
+run bsp "$np" --mode bsp --passes 300
+run absp "$np" --mode absp --wpc 0.5 --passes 300
 run ssp "$np" --mode ssp --passes 300
+run essp "$np" --mode essp --passes 300
 run async "$np" --mode async --passes 300
 
 # The filter on correlated columns (diabetes): Jacobi over all 10 at once.
@@ -78,7 +82,7 @@ print(f"optimum F* = {F!r} (serial, {opt['passes']} passes; lambda = {opt['lambd
       f"lambda_max = {opt['lambda_max']:.6g}, {opt['final_nonzeros']} nonzeros)")
 rows = []
 for name in ["serial", "static", "dynamic", "dynamic_filtered", "dynamic_default", "dynamic_serial",
-             "ssp", "async"]:
+             "bsp", "absp", "ssp", "essp", "async"]:
     try:
         m = json.load(open(f"{out}/{name}.json"))
     except OSError:

@@ -30,7 +30,7 @@ for r in recs:
         for k in ("time_per_pass_s", "updates_per_s", "per_pass", "workers_total", "machine", "build", "argv"):
             assert k in m, (k, r["group"], r["label"])
         assert m["time_per_pass_s"] > 0 and len(m["per_pass"]) == r["passes"]
-        assert r["app"] in ("mf", "lda", "mlr", "pagerank") and r["workers"] >= 0 and r["repeat"] == 0
+        assert r["app"] in ("mf", "lda", "mlr", "pagerank", "lasso") and r["workers"] >= 0 and r["repeat"] == 0
         if r["app"] == "mlr" and m["mode"] == "sfb":
             pred = sfb_per_clock(m["workers"], m["sfb"]["peers"], m["minibatch"], m["classes"],
                                  m["nnz_per_sample"])[0]
