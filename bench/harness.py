@@ -68,7 +68,7 @@ PROFILES = {
         straggle_passes=5, msgcost=[], timeout=300,
         pr_real=True, pr_graph="synth:scale=16,edge-factor=16,seed=1", pr_passes=20,
         lasso_data="synth:n=500,p=100000,density=0.05,nonzeros=100,noise=0.1,seed=1",
-        lasso_passes=60,
+        lasso_passes=200,
         sfb=dict(sizes=[(50, 2000), (100, 5000), (200, 10000)], nnz=30, samples=2400, test=600,
                  minibatch=100, passes=5, lr=50, q_workers=[4], q_size=(100, 5000))),
     # Under an hour: the MovieLens-10M shape at full size.
@@ -80,7 +80,7 @@ PROFILES = {
         straggle_passes=9, msgcost=[], timeout=1200,
         pr_real=True, pr_graph="synth:scale=20,edge-factor=16,seed=1", pr_passes=20,
         lasso_data="synth:n=500,p=400000,density=0.05,nonzeros=100,noise=0.1,seed=1",
-        lasso_passes=150,
+        lasso_passes=300,
         sfb=dict(sizes=[(50, 5000), (100, 10000), (200, 20000), (500, 20000)], nnz=30, samples=6000,
                  test=1200, minibatch=100, passes=8, lr=50, q_workers=[4, 6], q_size=(100, 10000))),
 }

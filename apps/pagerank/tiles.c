@@ -147,10 +147,13 @@ void pr_tile_scatter(const pr_tile *t, int chunk, const double *c, double *acc) 
     const double *cs = c + g[k].src_base;
     double *a = acc + 2 * (size_t)g[k].dst_base;
     uint32_t cnt = g[k].count, x = 0;
-    for (; x + 2 <= cnt; x += 2) {
-      uint32_t e0 = e[x], e1 = e[x + 1];
-      pr_dd_add(a + 2 * (e0 & mask), cs[e0 >> sb]);
-      pr_dd_add(a + 2 * (e1 & mask), cs[e1 >> sb]);
+    for (; x + 4 <= cnt; x += 4) {
+      uint32_t e0 = e[x], e1 = e[x + 1], e2 = e[x + 2], e3 = e[x + 3];
+      double c0 = cs[e0 >> sb], c1 = cs[e1 >> sb], c2 = cs[e2 >> sb], c3 = cs[e3 >> sb];
+      pr_dd_add(a + 2 * (e0 & mask), c0);
+      pr_dd_add(a + 2 * (e1 & mask), c1);
+      pr_dd_add(a + 2 * (e2 & mask), c2);
+      pr_dd_add(a + 2 * (e3 & mask), c3);
     }
     for (; x < cnt; x++) pr_dd_add(a + 2 * (e[x] & mask), cs[e[x] >> sb]);
   }

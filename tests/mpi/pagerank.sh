@@ -104,21 +104,20 @@ run_serial s7b g.txt 7
   fail "the cached truth gives another SSE"
 ok "ground truth cached by checksum $(json s7.json 'm["graph_checksum"]')"
 
-# per_pass_equal A.json B.json TOL WHAT: every pass's scores agree as ranks
-# equal to TOL (relative) keep them: sqrt(SSE) (an L2 distance) within TOL,
-# the L1 change within 2 TOL, the rank sum (1) within TOL.
+# per_pass_equal A.json B.json WHAT: every pass's scores agree. The ranks
+# are the same (cmp_ranks, ranks_every_pass), so the scores are sums of the
+# same n terms in another order: they may differ by the rounding of such a
+# sum, at most 2 n eps of its value.
 per_pass_equal() {
-  python3 - "$@" <<'PY' || fail "$4"
+  python3 - "$@" <<'PY' || fail "$3"
 import json, sys
-a, b = (json.load(open(f))["per_pass"] for f in sys.argv[1:3])
-tol = float(sys.argv[3])
+A, B = (json.load(open(f)) for f in sys.argv[1:3])
+a, b = A["per_pass"], B["per_pass"]
 assert len(a) == len(b)
-worst = 0
-for x, y in zip(a, b):
-    worst = max(worst, abs(x["sse"] ** 0.5 - y["sse"] ** 0.5),
-                abs(x["l1_change"] - y["l1_change"]) / 2, abs(x["rank_sum"] - y["rank_sum"]))
-print("%s: %d passes, largest gap %.3g" % (sys.argv[4], len(a), worst))
-sys.exit(worst > tol)
+bound = 2 * A["vertices"] * 2.0 ** -52
+worst = max(abs(x[k] - y[k]) / abs(y[k]) for x, y in zip(a, b) for k in ("sse", "l1_change", "rank_sum"))
+print("%s: %d passes, largest relative gap %.3g (bound %.3g)" % (sys.argv[3], len(a), worst, bound))
+sys.exit(worst > bound)
 PY
 }
 
@@ -144,7 +143,7 @@ for np in 3 4; do
   rc=$?; [ "$rc" = 0 ] || show_log p$P.log
   expect_rc 0 "$rc" "scheduled, $P workers"
   cmp_ranks p$P/ranks.txt s7/ranks.txt 1e-12 "scheduled with $P workers against serial"
-  per_pass_equal p$P.json s7.json 1e-12 "scheduled with $P workers, every pass"
+  per_pass_equal p$P.json s7.json "scheduled with $P workers, every pass"
 done
 ranks_every_pass 3 g.txt 1 2 3 4 5 6
 # The layout's groups: many destination sub-tiles (2^8 vertices), or many
@@ -224,7 +223,7 @@ if [ -d "${STRATA_SHARED_DATA:-}/snap-soc-slashdot0902" ]; then
   rc=$?; [ "$rc" = 0 ] || show_log sd2.log
   expect_rc 0 "$rc" "soc-Slashdot0902, 2 workers"
   cmp_ranks sd2/ranks.txt sd/ranks.txt 1e-12 "soc-Slashdot0902: 2 workers against serial"
-  per_pass_equal sd2.json sd.json 1e-12 "soc-Slashdot0902: 2 workers, every pass"
+  per_pass_equal sd2.json sd.json "soc-Slashdot0902: 2 workers, every pass"
   ranks_every_pass 3 "$G" 1 2 5
   [ "$(json sd.json 'm["vertices"]')" = 82168 ] || fail "soc-Slashdot0902 has 82168 vertices"
   [ "$(json sd.json 'm["edges"]')" = 948464 ] || fail "soc-Slashdot0902 has 948464 edges"
