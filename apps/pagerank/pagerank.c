@@ -382,11 +382,30 @@ static int pr_load(const void *vcfg, const strata_setup *setup, strata_problem *
   strata_hash_update(&h, adj, m * 4);
   pv->checksum = strata_hash_final(&h);
 
-  /* Blocks of contiguous vertices; their tiles. */
+  /* Blocks of contiguous vertices, cut where the in-edges (the work of a
+   * destination block's row) plus the vertices (its finalising) are about
+   * equal: real graphs' ids often follow their degrees. Every block keeps
+   * at least one vertex. */
   bl.B = B;
   if (!(bl.first = strata_malloc(((size_t)B + 1) * 4))) goto nomem;
-  for (int b = 0; b <= B; b++) bl.first[b] = (uint32_t)((uint64_t)n * (uint64_t)b / (uint64_t)B);
   pv->first = bl.first;
+  {
+    uint32_t *indeg = deg; /* reused: the out-degrees are counted again below */
+    memset(indeg, 0, (size_t)n * 4);
+    for (uint64_t e = 0; e < m; e++) indeg[adj[e]]++;
+    uint64_t total = m + n, cum = 0;
+    uint32_t v = 0;
+    bl.first[0] = 0;
+    for (int b = 1; b < B; b++) {
+      uint64_t goal = total * (uint64_t)b / (uint64_t)B;
+      while (v < n && cum + indeg[v] + 1 <= goal) cum += indeg[v++] + 1;
+      uint32_t lo = bl.first[b - 1] + 1, hi = n - (uint32_t)(B - b);
+      bl.first[b] = v < lo ? lo : v > hi ? hi : v;
+      while (v < bl.first[b]) cum += indeg[v++] + 1;
+    }
+    bl.first[B] = n;
+    for (uint32_t u = 0; u < n; u++) indeg[u] = (uint32_t)(off[u + 1] - off[u]);
+  }
   tiles = strata_calloc((size_t)B * B, sizeof *tiles);
   lens = strata_calloc((size_t)B * B, sizeof *lens);
   if (!tiles || !lens) goto nomem;
