@@ -27,7 +27,8 @@ int pr_graph_rmat(const pr_rmat *r, pr_graph *g) {
   g->src = strata_malloc(m * 4);
   g->dst = strata_malloc(m * 4);
   perm = strata_malloc((size_t)n * 4);
-  if (!g->src || !g->dst || !perm) goto oom;
+  if (!g->src || !g->dst || !perm)
+    goto oom;
   /* Each level picks a quadrant with probabilities a, b, c, d from 21
    * bits of a counter-based stream, so edge e depends on the seed and e
    * only. */
@@ -57,7 +58,8 @@ int pr_graph_rmat(const pr_rmat *r, pr_graph *g) {
    * vertex's number says nothing of its degree. */
   strata_rng rng;
   strata_rng_seed(&rng, r->seed ^ 0x5851f42d4c957f2dull);
-  for (uint32_t i = 0; i < n; i++) perm[i] = i;
+  for (uint32_t i = 0; i < n; i++)
+    perm[i] = i;
   for (uint32_t i = n - 1; i > 0; i--) {
     uint32_t k = (uint32_t)strata_rng_below(&rng, (uint64_t)i + 1), t = perm[i];
     perm[i] = perm[k];
@@ -97,20 +99,23 @@ static int next_line(reader *r, const char **s, const char **e) {
     if (nl || (r->eof && r->pos < r->len)) {
       char *b = r->buf + r->pos, *end = nl ? nl : r->buf + r->len;
       r->pos = nl ? (size_t)(nl - r->buf) + 1 : r->len;
-      if (end > b && end[-1] == '\r') end--;
+      if (end > b && end[-1] == '\r')
+        end--;
       *s = b;
       *e = end;
       r->line++;
       return 1;
     }
-    if (r->eof) return 0;
+    if (r->eof)
+      return 0;
     memmove(r->buf, r->buf + r->pos, r->len - r->pos);
     r->len -= r->pos;
     r->pos = 0;
     if (r->len == r->cap) {
       size_t cap = r->cap * 2;
       char *nb = strata_realloc(r->buf, cap);
-      if (!nb) return strata_err_set(STRATA_ENOMEM, "%s: out of memory", r->path);
+      if (!nb)
+        return strata_err_set(STRATA_ENOMEM, "%s: out of memory", r->path);
       r->buf = nb;
       r->cap = cap;
     }
@@ -120,18 +125,22 @@ static int next_line(reader *r, const char **s, const char **e) {
       const char *msg = gzerror(r->f, &zerr);
       return strata_err_set(STRATA_EIO, "%s: %s", r->path, msg);
     }
-    if (k == 0) r->eof = 1;
+    if (k == 0)
+      r->eof = 1;
     r->len += (size_t)k;
   }
 }
 
 /* An unsigned decimal id in [s, e); 0 or -1 when it is none. */
 static int parse_id(const char *s, const char *e, uint64_t *out) {
-  if (s == e) return -1;
+  if (s == e)
+    return -1;
   uint64_t v = 0;
   for (const char *c = s; c < e; c++) {
-    if (*c < '0' || *c > '9') return -1;
-    if (v > (UINT64_MAX - 9) / 10) return -1;
+    if (*c < '0' || *c > '9')
+      return -1;
+    if (v > (UINT64_MAX - 9) / 10)
+      return -1;
     v = v * 10 + (uint64_t)(*c - '0');
   }
   *out = v;
@@ -147,12 +156,14 @@ static int cmp_u64(const void *a, const void *b) {
  * increasing order of id. */
 static int renumber(const char *path, uint64_t *raw, uint64_t m, pr_graph *g) {
   uint64_t *ids = strata_malloc(2 * m * 8);
-  if (!ids) return strata_err_set(STRATA_ENOMEM, "%s: out of memory", path);
+  if (!ids)
+    return strata_err_set(STRATA_ENOMEM, "%s: out of memory", path);
   memcpy(ids, raw, 2 * m * 8);
   qsort(ids, 2 * m, 8, cmp_u64);
   uint64_t n = 0;
   for (uint64_t i = 0; i < 2 * m; i++)
-    if (!n || ids[i] != ids[n - 1]) ids[n++] = ids[i];
+    if (!n || ids[i] != ids[n - 1])
+      ids[n++] = ids[i];
   if (n > UINT32_MAX) {
     strata_free(ids);
     return strata_err_set(STRATA_ERANGE, "%s: more than 2^32 - 1 vertices", path);
@@ -167,8 +178,10 @@ static int renumber(const char *path, uint64_t *raw, uint64_t m, pr_graph *g) {
     uint64_t lo = 0, hi = n, x = raw[e];
     while (hi - lo > 1) {
       uint64_t mid = (lo + hi) / 2;
-      if (ids[mid] <= x) lo = mid;
-      else hi = mid;
+      if (ids[mid] <= x)
+        lo = mid;
+      else
+        hi = mid;
     }
     (e & 1 ? g->dst : g->src)[e / 2] = (uint32_t)lo;
   }
@@ -205,15 +218,19 @@ int pr_graph_read(const char *path, pr_graph *g) {
         k++;
         if ((k == 2 && (fe - f != 6 || strncasecmp(f, "matrix", 6))) ||
             (k == 3 && (fe - f != 10 || strncasecmp(f, "coordinate", 10)))) {
-          rc = strata_err_set(STRATA_EPARSE, "%s:1: only 'matrix coordinate' Matrix Market files "
-                              "hold graphs", path);
+          rc = strata_err_set(STRATA_EPARSE,
+                              "%s:1: only 'matrix coordinate' Matrix Market files "
+                              "hold graphs",
+                              path);
           goto done;
         }
-        if (k == 5) sym = fe - f == 9 && !strncasecmp(f, "symmetric", 9);
+        if (k == 5)
+          sym = fe - f == 9 && !strncasecmp(f, "symmetric", 9);
       }
       continue;
     }
-    if (strata_field_blank(s, e) || *s == '#' || (mm && *s == '%')) continue;
+    if (strata_field_blank(s, e) || *s == '#' || (mm && *s == '%'))
+      continue;
     const char *p = s, *f1, *e1, *f2, *e2, *f3, *e3;
     uint64_t a, b;
     if (!strata_field_next(&p, e, &f1, &e1) || !strata_field_next(&p, e, &f2, &e2) ||
@@ -233,8 +250,10 @@ int pr_graph_read(const char *path, pr_graph *g) {
       continue;
     }
     if (mm && (a < 1 || b < 1 || a > mm_rows || b > mm_cols)) {
-      rc = strata_err_set(STRATA_ERANGE, "%s:%zu: entry (%llu, %llu) outside the %llu x %llu "
-                          "matrix", path, r.line, (unsigned long long)a, (unsigned long long)b,
+      rc = strata_err_set(STRATA_ERANGE,
+                          "%s:%zu: entry (%llu, %llu) outside the %llu x %llu "
+                          "matrix",
+                          path, r.line, (unsigned long long)a, (unsigned long long)b,
                           (unsigned long long)mm_rows, (unsigned long long)mm_cols);
       goto done;
     }
@@ -250,7 +269,8 @@ int pr_graph_read(const char *path, pr_graph *g) {
       m++;
     }
   }
-  if (rc < 0) goto done;
+  if (rc < 0)
+    goto done;
   rc = 0;
   if (mm && !sized) {
     rc = strata_err_set(STRATA_EPARSE, "%s: a Matrix Market header without its size line", path);
@@ -278,14 +298,16 @@ int pr_graph_read(const char *path, pr_graph *g) {
       g->src[k] = (uint32_t)(raw[2 * k] - 1);
       g->dst[k] = (uint32_t)(raw[2 * k + 1] - 1);
     }
-    for (uint64_t v = 0; v < n; v++) g->ids[v] = v + 1;
+    for (uint64_t v = 0; v < n; v++)
+      g->ids[v] = v + 1;
     g->n = (uint32_t)n;
     g->m = m;
   } else {
     rc = renumber(path, raw, m, g);
   }
 done:
-  if (rc) pr_graph_free(g);
+  if (rc)
+    pr_graph_free(g);
   strata_free(raw);
   strata_free(r.buf);
   gzclose(r.f);

@@ -59,8 +59,8 @@ static const strata_option pr_options[] = {
      "a SNAP edge list (plain or .gz), a Matrix Market file, or "
      "synth:scale=S,edge-factor=E,seed=X[,a=,b=,c=] (Graph500 R-MAT)",
      NULL},
-    {"damping", 'd', STRATA_OPT_DOUBLE | STRATA_OPT_OPEN_MIN, OPT(damping), "0.85", "D", 0, 0.999999,
-     NULL, "damping factor: the probability of following a link", NULL},
+    {"damping", 'd', STRATA_OPT_DOUBLE | STRATA_OPT_OPEN_MIN, OPT(damping), "0.85", "D", 0,
+     0.999999, NULL, "damping factor: the probability of following a link", NULL},
     {"top", 0, STRATA_OPT_INT | STRATA_OPT_RESUMABLE, OPT(top), "10", "K", 0, 1000000, NULL,
      "with --model-out: the K highest-ranked vertices go to top.txt and the summary", NULL},
     {"truth-iters", 0, STRATA_OPT_INT, OPT(truth_iters), "100", "N", 0, 100000, NULL,
@@ -78,8 +78,8 @@ static const strata_option pr_options[] = {
 
 /* R-MAT's keys for --graph synth:... */
 static const strata_option rmat_keys[] = {
-    {"scale", 0, STRATA_OPT_INT, offsetof(pr_rmat, scale), "16", "S", 1, 31, NULL,
-     "2^S vertices", NULL},
+    {"scale", 0, STRATA_OPT_INT, offsetof(pr_rmat, scale), "16", "S", 1, 31, NULL, "2^S vertices",
+     NULL},
     {"edge-factor", 0, STRATA_OPT_INT, offsetof(pr_rmat, edge_factor), "16", "E", 1, 1024, NULL,
      "E * 2^S edges", NULL},
     {"a", 0, STRATA_OPT_DOUBLE, offsetof(pr_rmat, a), "0.57", "A", 0, 1, NULL, "", NULL},
@@ -93,18 +93,19 @@ typedef struct rmat_spec {
   const char *text;
 } rmat_spec;
 
-static const strata_option rmat_option[] = {
-    {"synth", 0, STRATA_OPT_SPEC, offsetof(rmat_spec, text), NULL, "SPEC", 0, 0, NULL, "",
-     rmat_keys},
-    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+static const strata_option rmat_option[] = {{"synth", 0, STRATA_OPT_SPEC, offsetof(rmat_spec, text),
+                                             NULL, "SPEC", 0, 0, NULL, "", rmat_keys},
+                                            {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
 
 static int parse_rmat(const char *text, pr_rmat *out) {
   rmat_spec sp = {0};
   strata_optgroup g = {"synth", rmat_option, &sp};
   char flag[] = "--synth", *argv[] = {flag, (char *)text};
   int help = 0, rc = strata_options_defaults(&g, 1);
-  if (!rc) rc = strata_options_parse(&g, 1, 2, argv, &help);
-  if (rc) return strata_err_set(STRATA_EUSAGE, "--graph synth:%s: %s", text, strata_err_msg());
+  if (!rc)
+    rc = strata_options_parse(&g, 1, 2, argv, &help);
+  if (rc)
+    return strata_err_set(STRATA_EUSAGE, "--graph synth:%s: %s", text, strata_err_msg());
   if (sp.r.a + sp.r.b + sp.r.c > 1)
     return strata_err_set(STRATA_EUSAGE, "--graph synth:%s: a + b + c must be at most 1", text);
   *out = sp.r;
@@ -195,7 +196,8 @@ typedef struct pr_priv {
 
 static void priv_free(void *p) {
   pr_priv *v = p;
-  if (!v) return;
+  if (!v)
+    return;
   strata_free(v->first);
   strata_free(v->ids);
   strata_free(v);
@@ -211,8 +213,10 @@ static int g_ntop;
 
 static const char *cache_dir(const pr_config *cfg, char *buf, size_t n) {
   const char *e;
-  if (cfg->truth_cache) return strcmp(cfg->truth_cache, "none") ? cfg->truth_cache : NULL;
-  if ((e = getenv("STRATA_CACHE_DIR")) && *e) return e;
+  if (cfg->truth_cache)
+    return strcmp(cfg->truth_cache, "none") ? cfg->truth_cache : NULL;
+  if ((e = getenv("STRATA_CACHE_DIR")) && *e)
+    return e;
   if ((e = getenv("XDG_CACHE_HOME")) && *e) {
     snprintf(buf, n, "%s/strata", e);
     return buf;
@@ -231,7 +235,8 @@ static int truth_step(const strata_problem *prob, const pr_blocks *bl, int depth
   double Dhl[2] = {0, 0};
   for (uint32_t u = 0; u < n; u++) {
     c[u] = r[u] * inv[u];
-    if (inv[u] == 0) pr_dd_add(Dhl, r[u]);
+    if (inv[u] == 0)
+      pr_dd_add(Dhl, r[u]);
   }
   double D = pr_dd_value(Dhl);
   for (int i = 0; i < bl->B; i++) {
@@ -261,8 +266,8 @@ static int fill_truth(FILE *f, void *ud) {
 }
 
 /* The ground truth, from the cache or computed (and cached). */
-static int ground_truth(const pr_config *cfg, strata_problem *prob, pr_priv *pv, const pr_blocks *bl,
-                        int depth, const double *inv, double *truth) {
+static int ground_truth(const pr_config *cfg, strata_problem *prob, pr_priv *pv,
+                        const pr_blocks *bl, int depth, const double *inv, double *truth) {
   char dirbuf[4096];
   const char *dir = cache_dir(cfg, dirbuf, sizeof dirbuf);
   uint32_t n = pv->n;
@@ -291,7 +296,8 @@ static int ground_truth(const pr_config *cfg, strata_problem *prob, pr_priv *pv,
     strata_free(acc);
     return strata_err_set(STRATA_ENOMEM, "pagerank: out of memory for the ground truth");
   }
-  for (uint32_t v = 0; v < n; v++) truth[v] = 1.0 / n;
+  for (uint32_t v = 0; v < n; v++)
+    truth[v] = 1.0 / n;
   for (int it = 0; it < cfg->truth_iters; it++)
     truth_step(prob, bl, depth, cfg->damping, inv, truth, c, acc);
   strata_free(c);
@@ -336,20 +342,24 @@ static int pr_load(const void *vcfg, const strata_setup *setup, strata_problem *
    * there), which spares the accumulators a sweep per chunk. */
   int whole = ps || setup->mode == STRATA_MODE_SERIAL;
   int depth = whole ? 1 : setup->depth, has_truth = cfg->truth_iters > 0;
-  if (!cfg->graph) return strata_err_set(STRATA_EUSAGE, "--graph is required");
+  if (!cfg->graph)
+    return strata_err_set(STRATA_EUSAGE, "--graph is required");
   if (!strncmp(cfg->graph, "synth:", 6)) {
     pr_rmat r;
-    if ((rc = parse_rmat(cfg->graph + 6, &r)) || (rc = pr_graph_rmat(&r, &g))) return rc;
+    if ((rc = parse_rmat(cfg->graph + 6, &r)) || (rc = pr_graph_rmat(&r, &g)))
+      return rc;
   } else if ((rc = pr_graph_read(cfg->graph, &g))) {
     return rc;
   }
   uint32_t n = g.n;
   uint64_t m = g.m;
   if ((uint32_t)B > n) {
-    rc = strata_err_set(STRATA_EUSAGE, "--strata %d: more blocks than the graph's %u vertices", B, n);
+    rc = strata_err_set(STRATA_EUSAGE, "--strata %d: more blocks than the graph's %u vertices", B,
+                        n);
     goto fail;
   }
-  if (!(pv = strata_calloc(1, sizeof *pv))) goto nomem;
+  if (!(pv = strata_calloc(1, sizeof *pv)))
+    goto nomem;
   prob->priv = pv;
   prob->priv_free = priv_free;
   pv->n = n;
@@ -362,9 +372,12 @@ static int pr_load(const void *vcfg, const strata_setup *setup, strata_problem *
   adj = strata_malloc(m * 4);
   deg = strata_calloc(n, 4);
   inv = strata_malloc((size_t)n * 8);
-  if (!off || !adj || !deg || !inv) goto nomem;
-  for (uint64_t e = 0; e < m; e++) off[g.src[e] + 1]++;
-  for (uint32_t v = 0; v < n; v++) off[v + 1] += off[v];
+  if (!off || !adj || !deg || !inv)
+    goto nomem;
+  for (uint64_t e = 0; e < m; e++)
+    off[g.src[e] + 1]++;
+  for (uint32_t v = 0; v < n; v++)
+    off[v + 1] += off[v];
   for (uint64_t e = 0; e < m; e++) {
     uint32_t u = g.src[e];
     adj[off[u] + deg[u]++] = g.dst[e];
@@ -387,28 +400,34 @@ static int pr_load(const void *vcfg, const strata_setup *setup, strata_problem *
    * equal: real graphs' ids often follow their degrees. Every block keeps
    * at least one vertex. */
   bl.B = B;
-  if (!(bl.first = strata_malloc(((size_t)B + 1) * 4))) goto nomem;
+  if (!(bl.first = strata_malloc(((size_t)B + 1) * 4)))
+    goto nomem;
   pv->first = bl.first;
   {
     uint32_t *indeg = deg; /* reused: the out-degrees are counted again below */
     memset(indeg, 0, (size_t)n * 4);
-    for (uint64_t e = 0; e < m; e++) indeg[adj[e]]++;
+    for (uint64_t e = 0; e < m; e++)
+      indeg[adj[e]]++;
     uint64_t total = m + n, cum = 0;
     uint32_t v = 0;
     bl.first[0] = 0;
     for (int b = 1; b < B; b++) {
       uint64_t goal = total * (uint64_t)b / (uint64_t)B;
-      while (v < n && cum + indeg[v] + 1 <= goal) cum += indeg[v++] + 1;
+      while (v < n && cum + indeg[v] + 1 <= goal)
+        cum += indeg[v++] + 1;
       uint32_t lo = bl.first[b - 1] + 1, hi = n - (uint32_t)(B - b);
       bl.first[b] = v < lo ? lo : v > hi ? hi : v;
-      while (v < bl.first[b]) cum += indeg[v++] + 1;
+      while (v < bl.first[b])
+        cum += indeg[v++] + 1;
     }
     bl.first[B] = n;
-    for (uint32_t u = 0; u < n; u++) indeg[u] = (uint32_t)(off[u + 1] - off[u]);
+    for (uint32_t u = 0; u < n; u++)
+      indeg[u] = (uint32_t)(off[u + 1] - off[u]);
   }
   tiles = strata_calloc((size_t)B * B, sizeof *tiles);
   lens = strata_calloc((size_t)B * B, sizeof *lens);
-  if (!tiles || !lens) goto nomem;
+  if (!tiles || !lens)
+    goto nomem;
   if ((rc = strata_problem_fits("pagerank's blocks", (double)m * 8 + (double)n * 64, NULL)))
     goto fail;
   /* Measured on a 2-core EPYC (32 MB L3, R-MAT scale 22): one worker is
@@ -420,15 +439,18 @@ static int pr_load(const void *vcfg, const strata_setup *setup, strata_problem *
     goto fail;
   strata_free(adj);
   adj = NULL;
-  if ((rc = strata_problem_alloc(prob, B * B, B, B, 0))) goto fail;
+  if ((rc = strata_problem_alloc(prob, B * B, B, B, 0)))
+    goto fail;
   for (size_t k = 0; k < (size_t)B * B; k++) {
     prob->data[k].buf = tiles[k];
     prob->data[k].len = lens[k];
     tiles[k] = NULL;
   }
   if (has_truth) {
-    if (!(truth = strata_malloc((size_t)n * 8))) goto nomem;
-    if ((rc = ground_truth(cfg, prob, pv, &bl, depth, inv, truth))) goto fail;
+    if (!(truth = strata_malloc((size_t)n * 8)))
+      goto nomem;
+    if ((rc = ground_truth(cfg, prob, pv, &bl, depth, inv, truth)))
+      goto fail;
   } else {
     pv->truth_cached = -1;
   }
@@ -438,12 +460,14 @@ static int pr_load(const void *vcfg, const strata_setup *setup, strata_problem *
     uint32_t lo = bl.first[i], ni = bl.first[i + 1] - lo;
     strata_block *r = &prob->resident[i];
     r->len = res_len(ni, (uint32_t)B, has_truth, ps);
-    if (!(r->buf = strata_alloc_aligned(r->len))) goto nomem;
+    if (!(r->buf = strata_alloc_aligned(r->len)))
+      goto nomem;
     memset(r->buf, 0, r->len);
     pr_res *hd = r->buf;
     *hd = (pr_res){ni, (uint32_t)B, (uint32_t)has_truth, (uint32_t)ps, {0, 0}};
     res_view v = res_open(r->buf);
-    if (has_truth) memcpy(v.truth, truth + lo, (size_t)ni * 8);
+    if (has_truth)
+      memcpy(v.truth, truth + lo, (size_t)ni * 8);
     if (!ps)
       for (uint32_t k = 0; k < ni; k++) {
         v.rank[k] = 1.0 / n;
@@ -458,13 +482,16 @@ static int pr_load(const void *vcfg, const strata_setup *setup, strata_problem *
     r->row_bytes = ps ? PS_PER_ROW * 4 : RING_PER_ROW * 8;
     r->nrows = ps ? 1 : (nj + RING_PER_ROW - 1) / RING_PER_ROW + 1;
     r->len = (size_t)r->nrows * r->row_bytes;
-    if (!(r->buf = strata_alloc_aligned(r->len))) goto nomem;
+    if (!(r->buf = strata_alloc_aligned(r->len)))
+      goto nomem;
     memset(r->buf, 0, r->len);
-    if (ps) continue;
+    if (ps)
+      continue;
     double *c = r->buf, D[2] = {0, 0};
     for (uint32_t k = 0; k < nj; k++) {
       c[k] = inv[lo + k] / n;
-      if (inv[lo + k] == 0) pr_dd_add(D, 1.0 / n);
+      if (inv[lo + k] == 0)
+        pr_dd_add(D, 1.0 / n);
     }
     c[(size_t)(r->nrows - 1) * RING_PER_ROW] = D[0];
     c[(size_t)(r->nrows - 1) * RING_PER_ROW + 1] = D[1];
@@ -475,26 +502,32 @@ static int pr_load(const void *vcfg, const strata_setup *setup, strata_problem *
     G->row_bytes = PS_PER_ROW * 4;
     G->nrows = (n + PS_PER_ROW - 1) / PS_PER_ROW;
     G->len = (size_t)G->nrows * G->row_bytes;
-    if (!(G->buf = strata_alloc_aligned(G->len))) goto nomem;
+    if (!(G->buf = strata_alloc_aligned(G->len)))
+      goto nomem;
     memset(G->buf, 0, G->len);
-    for (uint32_t v = 0; v < n; v++) ((float *)G->buf)[v] = (float)(1.0 / n);
+    for (uint32_t v = 0; v < n; v++)
+      ((float *)G->buf)[v] = (float)(1.0 / n);
   }
   size_t mlen = sizeof(pr_meta) + ((size_t)B + 1) * 4 + (ps ? (size_t)n * 4 : 0);
-  if (!(prob->meta = strata_malloc(mlen))) goto nomem;
+  if (!(prob->meta = strata_malloc(mlen)))
+    goto nomem;
   prob->meta_len = mlen;
   pr_meta *mt = prob->meta;
   *mt = (pr_meta){n, (uint32_t)B, (uint32_t)ps, (uint32_t)has_truth, cfg->damping};
   memcpy(mt + 1, bl.first, ((size_t)B + 1) * 4);
-  if (ps) memcpy((uint32_t *)(mt + 1) + B + 1, deg, (size_t)n * 4);
+  if (ps)
+    memcpy((uint32_t *)(mt + 1) + B + 1, deg, (size_t)n * 4);
   prob->n_examples = m;
   rc = 0;
   goto done;
 nomem:
   rc = oom();
 fail:
-  if (!pv) strata_free(bl.first);
+  if (!pv)
+    strata_free(bl.first);
 done:
-  for (size_t k = 0; tiles && k < (size_t)B * B; k++) strata_free(tiles[k]);
+  for (size_t k = 0; tiles && k < (size_t)B * B; k++)
+    strata_free(tiles[k]);
   strata_free(tiles);
   strata_free(lens);
   strata_free(off);
@@ -516,9 +549,9 @@ static int pr_schedule(const void *cfg, const strata_setup *setup, const strata_
 typedef struct pr_state {
   pr_meta meta;
   uint32_t *first; /* B + 1 */
-  double *inv; /* parameter-server modes: 1 / out-degree of every vertex (0: dangling) */
-  double *c;   /* parameter-server modes: every vertex's contribution, read at the pass's start */
-  double D;    /* parameter-server modes: the dangling rank read then */
+  double *inv;     /* parameter-server modes: 1 / out-degree of every vertex (0: dangling) */
+  double *c;     /* parameter-server modes: every vertex's contribution, read at the pass's start */
+  double D;      /* parameter-server modes: the dangling rank read then */
   int pass_read; /* the pass c and D were read for (-1: none) */
   strata_mode mode;
   int depth; /* the engine's chunks per rotating block */
@@ -526,7 +559,8 @@ typedef struct pr_state {
 
 static void pr_worker_free(void *vs) {
   pr_state *s = vs;
-  if (!s) return;
+  if (!s)
+    return;
   strata_free(s->first);
   strata_free(s->inv);
   strata_free(s->c);
@@ -537,7 +571,8 @@ static int pr_worker_init(const void *cfg, const strata_setup *setup, const void
                           size_t meta_len, void **out) {
   const pr_meta *mt = meta;
   pr_state *s = strata_calloc(1, sizeof *s);
-  if (!s) return oom();
+  if (!s)
+    return oom();
   /* The meta bytes are the engine's only during this call. */
   s->meta = *mt;
   s->mode = setup->mode;
@@ -556,7 +591,8 @@ static int pr_worker_init(const void *cfg, const strata_setup *setup, const void
       pr_worker_free(s);
       return oom();
     }
-    for (uint32_t v = 0; v < mt->n; v++) s->inv[v] = deg[v] ? 1.0 / deg[v] : 0;
+    for (uint32_t v = 0; v < mt->n; v++)
+      s->inv[v] = deg[v] ? 1.0 / deg[v] : 0;
   }
   *out = s;
   return 0;
@@ -573,8 +609,10 @@ static int compute_ring(pr_state *s, const strata_task_view *tv) {
   uint32_t drow = (nj + RING_PER_ROW - 1) / RING_PER_ROW;
   uint32_t vlo = tv->row_lo * RING_PER_ROW, vhi = tv->row_hi * RING_PER_ROW;
   int cur = tv->pass & 1, prev = cur ^ 1;
-  if (vlo > nj) vlo = nj;
-  if (vhi > nj) vhi = nj;
+  if (vlo > nj)
+    vlo = nj;
+  if (vhi > nj)
+    vhi = nj;
   if (tv->ids.rotating == tv->ids.resident) {
     if (tv->chunk == 0) {
       memset(v.acc[cur], 0, (size_t)v.h->n * 16);
@@ -586,7 +624,8 @@ static int compute_ring(pr_state *s, const strata_task_view *tv) {
         double r = base + d * (pr_dd_value(v.acc[prev] + 2 * (size_t)u) + D / n);
         v.rank[u] = r;
         c[u] = r * v.inv[u];
-        if (v.inv[u] == 0) pr_dd_add(v.h->dpart, r);
+        if (v.inv[u] == 0)
+          pr_dd_add(v.h->dpart, r);
       }
       if (drow >= tv->row_lo && drow < tv->row_hi) {
         c[(size_t)drow * RING_PER_ROW] = v.h->dpart[0];
@@ -608,7 +647,8 @@ static int compute_ring(pr_state *s, const strata_task_view *tv) {
 /* The tables: sources' contributions from this worker's view of the ranks;
  * the row's last task writes its block's new ranks. */
 static int compute_ps(pr_state *s, const strata_task_view *tv, double *partials) {
-  if (tv->row_hi == tv->row_lo) return 0;
+  if (tv->row_hi == tv->row_lo)
+    return 0;
   res_view v = res_open(tv->resident->buf);
   float *G = tv->global->buf;
   double d = s->meta.damping;
@@ -622,12 +662,14 @@ static int compute_ps(pr_state *s, const strata_task_view *tv, double *partials)
     double D[2] = {0, 0};
     for (uint32_t u = 0; u < n; u++) {
       s->c[u] = G[u] * s->inv[u];
-      if (s->inv[u] == 0) pr_dd_add(D, G[u]);
+      if (s->inv[u] == 0)
+        pr_dd_add(D, G[u]);
     }
     s->D = pr_dd_value(D);
     s->pass_read = tv->pass;
   }
-  if (tv->subepoch == 0) memset(v.acc[0], 0, (size_t)v.h->n * 16);
+  if (tv->subepoch == 0)
+    memset(v.acc[0], 0, (size_t)v.h->n * 16);
   pr_tile_scatter(tv->data->buf, 0, s->c + jlo, v.acc[0]);
   if (tv->subepoch == (int)B - 1) {
     double base = (1 - d) / n, D = s->D;
@@ -635,7 +677,8 @@ static int compute_ps(pr_state *s, const strata_task_view *tv, double *partials)
       float r = (float)(base + d * (pr_dd_value(v.acc[0] + 2 * (size_t)k) + D / n));
       partials[P_L1] += fabs((double)r - G[ilo + k]);
       partials[P_SUM] += r;
-      if (v.truth) partials[P_SSE] += ((double)r - v.truth[k]) * ((double)r - v.truth[k]);
+      if (v.truth)
+        partials[P_SSE] += ((double)r - v.truth[k]) * ((double)r - v.truth[k]);
       G[ilo + k] = r;
     }
   }
@@ -652,7 +695,8 @@ static int pr_compute(void *vs, const strata_task_view *tv, double *partials) {
 static int pr_block_objective(void *vs, int pass, strata_block_kind kind, int id,
                               const strata_block *b, double *partials) {
   pr_state *s = vs;
-  if (s->meta.ps || kind != STRATA_BLOCK_RESIDENT) return 0;
+  if (s->meta.ps || kind != STRATA_BLOCK_RESIDENT)
+    return 0;
   res_view v = res_open(b->buf);
   int cur = pass & 1;
   double d = s->meta.damping, D = dsum_total(v.dsum[cur], v.h->B), base = (1 - d) / s->meta.n;
@@ -660,7 +704,8 @@ static int pr_block_objective(void *vs, int pass, strata_block_kind kind, int id
     double r = base + d * (pr_dd_value(v.acc[cur] + 2 * (size_t)u) + D / s->meta.n);
     partials[P_L1] += fabs(r - v.rank[u]);
     partials[P_SUM] += r;
-    if (v.truth) partials[P_SSE] += (r - v.truth[u]) * (r - v.truth[u]);
+    if (v.truth)
+      partials[P_SSE] += (r - v.truth[u]) * (r - v.truth[u]);
   }
   return 0;
 }
@@ -709,7 +754,8 @@ static int final_ranks(const pr_config *cfg, const strata_setup *setup, const st
   const pr_priv *pv = prob->priv;
   uint32_t n = pv->n;
   if (prob->global.len) {
-    for (uint32_t v = 0; v < n; v++) r[v] = ((const float *)prob->global.buf)[v];
+    for (uint32_t v = 0; v < n; v++)
+      r[v] = ((const float *)prob->global.buf)[v];
     return 0;
   }
   int cur = (setup->passes - 1) & 1;
@@ -727,7 +773,10 @@ static int final_ranks(const pr_config *cfg, const strata_setup *setup, const st
 static const double *g_rank_order;
 static int by_rank(const void *a, const void *b) {
   double x = g_rank_order[*(const uint32_t *)a], y = g_rank_order[*(const uint32_t *)b];
-  return x > y ? -1 : x < y ? 1 : (*(const uint32_t *)a > *(const uint32_t *)b) - (*(const uint32_t *)a < *(const uint32_t *)b);
+  return x > y   ? -1
+         : x < y ? 1
+                 : (*(const uint32_t *)a > *(const uint32_t *)b) -
+                       (*(const uint32_t *)a < *(const uint32_t *)b);
 }
 
 /* DIR/ranks.txt: "id rank" for every vertex; DIR/top.txt: "position id
@@ -761,14 +810,17 @@ static int pr_export(const void *vcfg, const strata_setup *setup, const strata_p
     goto done;
   }
   export_ctx x = {pv, r, order, k};
-  if ((rc = strata_write_atomic_in(dir, "ranks.txt", fill_ranks, &x))) goto done;
-  if ((rc = strata_write_atomic_in(dir, "top.txt", fill_top, &x))) goto done;
+  if ((rc = strata_write_atomic_in(dir, "ranks.txt", fill_ranks, &x)))
+    goto done;
+  if ((rc = strata_write_atomic_in(dir, "top.txt", fill_top, &x)))
+    goto done;
   strata_free(g_top);
   if (!(g_top = strata_malloc((size_t)(k ? k : 1) * sizeof *g_top))) {
     rc = oom();
     goto done;
   }
-  for (int i = 0; i < k; i++) g_top[i] = (top_entry){vid(pv, order[i]), r[order[i]]};
+  for (int i = 0; i < k; i++)
+    g_top[i] = (top_entry){vid(pv, order[i]), r[order[i]]};
   g_ntop = k;
 done:
   strata_free(r);
@@ -779,7 +831,8 @@ done:
 static void pr_describe(const void *vcfg, const strata_problem *prob, strata_json *j) {
   const pr_config *cfg = vcfg;
   const pr_priv *pv = prob->priv;
-  if (!pv) return;
+  if (!pv)
+    return;
   char hex[20];
   snprintf(hex, sizeof hex, "%016llx", (unsigned long long)pv->checksum);
   strata_json_int(j, "vertices", pv->n);
@@ -789,13 +842,18 @@ static void pr_describe(const void *vcfg, const strata_problem *prob, strata_jso
   strata_json_string(j, "graph_checksum", hex);
   strata_json_double(j, "damping", cfg->damping);
   strata_json_int(j, "truth_iters", cfg->truth_iters);
-  strata_json_string(j, "truth", pv->truth_cached < 0 ? "none" : pv->truth_cached ? "cached" : "computed");
-  if (pv->truth_cached == 0) strata_json_double(j, "truth_s", pv->truth_s);
+  strata_json_string(j, "truth",
+                     pv->truth_cached < 0 ? "none"
+                     : pv->truth_cached   ? "cached"
+                                          : "computed");
+  if (pv->truth_cached == 0)
+    strata_json_double(j, "truth_s", pv->truth_s);
 }
 
 static int pr_check(const void *vcfg, const strata_setup *setup) {
   const pr_config *cfg = vcfg;
-  if (!cfg->graph) return strata_err_set(STRATA_EUSAGE, "--graph is required");
+  if (!cfg->graph)
+    return strata_err_set(STRATA_EUSAGE, "--graph is required");
   if (cfg->subtile_bits && cfg->subtile_bits < 8)
     return strata_err_set(STRATA_EUSAGE, "--subtile-bits %d: must be 0 or at least 8",
                           cfg->subtile_bits);
@@ -834,9 +892,12 @@ static const strata_app pr_app = {
 /* The engine's summary, then the top vertices when the model was exported. */
 static void pr_summary(const strata_run_result *r) {
   strata_print_summary(r);
-  if (g_ntop) printf("top %d:", g_ntop);
-  for (int i = 0; i < g_ntop; i++) printf(" %llu (%.6g)", (unsigned long long)g_top[i].id, g_top[i].rank);
-  if (g_ntop) printf("\n");
+  if (g_ntop)
+    printf("top %d:", g_ntop);
+  for (int i = 0; i < g_ntop; i++)
+    printf(" %llu (%.6g)", (unsigned long long)g_top[i].id, g_top[i].rank);
+  if (g_ntop)
+    printf("\n");
 }
 
 int main(int argc, char **argv) {

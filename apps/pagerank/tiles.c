@@ -30,8 +30,8 @@ void pr_chunk_verts(uint32_t nv, uint32_t per_row, uint32_t rows_extra, int dept
 }
 
 typedef struct tile_plan {
-  uint32_t nsub, nwin;  /* destination sub-tiles; source windows per chunk (the most) */
-  uint64_t *count;      /* depth * nsub * nwin: edges per key, then the next slot */
+  uint32_t nsub, nwin; /* destination sub-tiles; source windows per chunk (the most) */
+  uint64_t *count;     /* depth * nsub * nwin: edges per key, then the next slot */
   uint64_t edges;
 } tile_plan;
 
@@ -43,16 +43,19 @@ int pr_tiles_build(const pr_blocks *bl, const uint64_t *off, const uint32_t *adj
   uint16_t *blk = strata_malloc((size_t)n * 2);
   tile_plan *pl = strata_calloc((size_t)B, sizeof *pl);
   uint32_t *clo = strata_malloc(((size_t)depth + 1) * 4);
-  if (!blk || !pl || !clo) goto oom;
+  if (!blk || !pl || !clo)
+    goto oom;
   for (int b = 0; b < B; b++)
-    for (uint32_t v = bl->first[b]; v < bl->first[b + 1]; v++) blk[v] = (uint16_t)b;
+    for (uint32_t v = bl->first[b]; v < bl->first[b + 1]; v++)
+      blk[v] = (uint16_t)b;
   for (int j = 0; j < B; j++) {
     uint32_t jlo = bl->first[j], nj = bl->first[j + 1] - jlo, widest = 0;
     for (int c = 0; c < depth; c++) {
       uint32_t lo, hi;
       pr_chunk_verts(nj, per_row, rows_extra, depth, c, &lo, &hi);
       clo[c] = lo;
-      if (hi - lo > widest) widest = hi - lo;
+      if (hi - lo > widest)
+        widest = hi - lo;
     }
     clo[depth] = nj;
     uint32_t nwin = widest ? (widest + WINV - 1) / WINV : 1;
@@ -61,12 +64,14 @@ int pr_tiles_build(const pr_blocks *bl, const uint64_t *off, const uint32_t *adj
       pl[i].nsub = ni ? (ni + SUBV - 1) / SUBV : 1;
       pl[i].nwin = nwin;
       pl[i].edges = 0;
-      if (!(pl[i].count = strata_calloc((size_t)depth * pl[i].nsub * nwin, 8))) goto oom;
+      if (!(pl[i].count = strata_calloc((size_t)depth * pl[i].nsub * nwin, 8)))
+        goto oom;
     }
     /* Pass 1: edges per (chunk, sub-tile, window) key of each tile. */
     int c = 0;
     for (uint32_t u = 0; u < nj; u++) {
-      while (u >= clo[c + 1]) c++;
+      while (u >= clo[c + 1])
+        c++;
       uint32_t w = (u - clo[c]) >> WB;
       for (uint64_t k = off[jlo + u]; k < off[jlo + u + 1]; k++) {
         uint32_t v = adj[k];
@@ -80,15 +85,17 @@ int pr_tiles_build(const pr_blocks *bl, const uint64_t *off, const uint32_t *adj
     for (int i = 0; i < B; i++) {
       tile_plan *t = &pl[i];
       size_t keys = (size_t)depth * t->nsub * t->nwin, ng = 0;
-      for (size_t k = 0; k < keys; k++) ng += t->count[k] > 0;
+      for (size_t k = 0; k < keys; k++)
+        ng += t->count[k] > 0;
       size_t head = (sizeof(pr_tile) + ((size_t)depth + 1) * 4 + 7) / 8 * 8;
       size_t len = head + ng * sizeof(pr_group) + t->edges * 4;
       pr_tile *h = strata_alloc_aligned(len);
-      if (!h) goto oom;
+      if (!h)
+        goto oom;
       tiles[(size_t)i * B + j] = h;
       lens[(size_t)i * B + j] = len;
-      *h = (pr_tile){bl->first[i + 1] - bl->first[i], nj, (uint32_t)depth, (uint32_t)ng, t->edges,
-                     SB, 0};
+      *h = (pr_tile){
+          bl->first[i + 1] - bl->first[i], nj, (uint32_t)depth, (uint32_t)ng, t->edges, SB, 0};
       uint32_t *co = (uint32_t *)(h + 1);
       pr_group *g = (pr_group *)pr_tile_groups(h);
       uint64_t at = 0;
@@ -98,7 +105,8 @@ int pr_tiles_build(const pr_blocks *bl, const uint64_t *off, const uint32_t *adj
         for (uint32_t s = 0; s < t->nsub; s++)
           for (uint32_t w = 0; w < t->nwin; w++) {
             uint64_t *cnt = &t->count[((size_t)cc * t->nsub + s) * t->nwin + w];
-            if (!*cnt) continue;
+            if (!*cnt)
+              continue;
             g[gi++] = (pr_group){clo[cc] + w * WINV, s * SUBV, at, (uint32_t)*cnt, 0};
             uint64_t k = *cnt;
             *cnt = at;
@@ -110,7 +118,8 @@ int pr_tiles_build(const pr_blocks *bl, const uint64_t *off, const uint32_t *adj
     /* Pass 2: the edges, in source order inside each group. */
     c = 0;
     for (uint32_t u = 0; u < nj; u++) {
-      while (u >= clo[c + 1]) c++;
+      while (u >= clo[c + 1])
+        c++;
       uint32_t w = (u - clo[c]) >> WB, su = (u - clo[c] - w * WINV);
       for (uint64_t k = off[jlo + u]; k < off[jlo + u + 1]; k++) {
         uint32_t v = adj[k], i = blk[v], dv = v - bl->first[i];
@@ -130,7 +139,8 @@ int pr_tiles_build(const pr_blocks *bl, const uint64_t *off, const uint32_t *adj
 oom:
   rc = strata_err_set(STRATA_ENOMEM, "pagerank: out of memory for the edge tiles");
 done:
-  for (int i = 0; pl && i < B; i++) strata_free(pl[i].count);
+  for (int i = 0; pl && i < B; i++)
+    strata_free(pl[i].count);
   strata_free(pl);
   strata_free(blk);
   strata_free(clo);
@@ -155,6 +165,7 @@ void pr_tile_scatter(const pr_tile *t, int chunk, const double *c, double *acc) 
       pr_dd_add(a + 2 * (e2 & mask), c2);
       pr_dd_add(a + 2 * (e3 & mask), c3);
     }
-    for (; x < cnt; x++) pr_dd_add(a + 2 * (e[x] & mask), cs[e[x] >> sb]);
+    for (; x < cnt; x++)
+      pr_dd_add(a + 2 * (e[x] & mask), cs[e[x] >> sb]);
   }
 }
