@@ -45,10 +45,10 @@ def run(cmd, log):
     return p.stdout
 
 
-def strata(args, workers, tmp, name, passes, model=False):
+def strata(args, workers, tmp, name, flags, passes, model=False):
     exe = os.path.join(args.bin, "strata")
     mfile = os.path.join(tmp, name + ".json")
-    cmd = [exe, "pagerank"] + name_args(name) + ["--passes", str(passes), "-q",
+    cmd = [exe, "pagerank"] + flags + ["--passes", str(passes), "-q",
                                                  "--metrics-out", mfile]
     if model:
         cmd += ["--model-out", os.path.join(tmp, name)]
@@ -58,13 +58,6 @@ def strata(args, workers, tmp, name, passes, model=False):
     m = json.load(open(mfile))
     m["stdout"] = out
     return m
-
-
-_ARGS = {}
-
-
-def name_args(name):
-    return _ARGS[name]
 
 
 def sse_at(m, k):
@@ -123,9 +116,9 @@ def main():
                                 ("scheduled", 2, ["--mode", "scheduled"])] + \
                                ([] if big else [(lb, 2, fl) for lb, fl in MODES]):
             name = f"{key}_{label.replace(' ', '_').replace('=', '')}"
-            _ARGS[name] = ["--graph", spec] + extra
             print(f"{gname}: {label}", file=sys.stderr, flush=True)
-            g[label] = strata(args, w, tmp, name, args.passes if not big else 10,
+            g[label] = strata(args, w, tmp, name, ["--graph", spec] + extra,
+                              args.passes if not big else 10,
                               model=label in ("serial", "scheduled"))
             g[label]["_dir"] = os.path.join(tmp, name)
             g[label]["_workers"] = w
@@ -181,8 +174,7 @@ def main():
             for label, extra in [("absp wpc 2", ["--mode", "absp", "--wpc", "2"]),
                                  ("ssp s=1", ["--mode", "ssp", "--staleness", "1"])]:
                 name = f"{key}_cmp_{label.replace(' ', '_').replace('=', '')}_{rep}"
-                _ARGS[name] = ["--graph", spec] + extra
-                m = strata(args, 2, tmp, name, 30)
+                m = strata(args, 2, tmp, name, ["--graph", spec] + extra, 30)
                 t, hit = 0.0, None
                 for p in m["per_pass"]:
                     t += p["time_s"]

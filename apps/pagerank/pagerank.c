@@ -342,9 +342,7 @@ static int pr_load(const void *vcfg, const strata_setup *setup, strata_problem *
    * there), which spares the accumulators a sweep per chunk. */
   int whole = ps || setup->mode == STRATA_MODE_SERIAL;
   int depth = whole ? 1 : setup->depth, has_truth = cfg->truth_iters > 0;
-  if (!cfg->graph)
-    return strata_err_set(STRATA_EUSAGE, "--graph is required");
-  if (!strncmp(cfg->graph, "synth:", 6)) {
+  if (!strncmp(cfg->graph, "synth:", 6)) { /* pr_check made --graph required */
     pr_rmat r;
     if ((rc = parse_rmat(cfg->graph + 6, &r)) || (rc = pr_graph_rmat(&r, &g)))
       return rc;

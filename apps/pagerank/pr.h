@@ -78,17 +78,11 @@ typedef struct pr_blocks {
   uint32_t *first; /* B + 1 */
 } pr_blocks;
 
-/* Source vertices of chunk c of a block of nv vertices kept in rows of
- * per_row vertices (plus rows_extra trailing rows) cut into depth chunks:
- * [*lo, *hi). */
-void pr_chunk_verts(uint32_t nv, uint32_t per_row, uint32_t rows_extra, int depth, int c,
-                    uint32_t *lo, uint32_t *hi);
-
 /* Builds the B x B tiles (tiles[i * B + j]: sources in block j,
  * destinations in block i; each a strata_alloc_aligned buffer of
  * *lens[i * B + j] bytes) of the graph given as CSR by source (off: n + 1,
- * adj: destinations), chunked as pr_chunk_verts(.., per_row, rows_extra,
- * depth, ..), with destination sub-tiles of 2^sub_bits vertices (8 to 24).
+ * adj: destinations), chunked as the ring cuts a block of nv vertices kept in rows of per_row
+ * vertices (plus rows_extra trailing rows) into depth chunks, with destination sub-tiles of 2^sub_bits vertices (8 to 24).
  * 0 or STRATA_ENOMEM. */
 int pr_tiles_build(const pr_blocks *bl, const uint64_t *off, const uint32_t *adj, uint32_t per_row,
                    uint32_t rows_extra, int depth, int sub_bits, void **tiles, size_t *lens);

@@ -20,8 +20,11 @@
 #include "strata/core.h"
 #include "strata/schedule.h"
 
-void pr_chunk_verts(uint32_t nv, uint32_t per_row, uint32_t rows_extra, int depth, int c,
-                    uint32_t *lo, uint32_t *hi) {
+/* Source vertices [*lo, *hi) of chunk c of a block of nv vertices kept in
+ * rows of per_row vertices plus rows_extra trailing rows, cut into depth
+ * chunks as the ring cuts it (strata_chunk_rows). */
+static void chunk_verts(uint32_t nv, uint32_t per_row, uint32_t rows_extra, int depth, int c,
+                        uint32_t *lo, uint32_t *hi) {
   uint32_t rows = (nv + per_row - 1) / per_row + rows_extra, rlo, rhi;
   strata_chunk_rows(rows, depth, c, &rlo, &rhi);
   uint64_t l = (uint64_t)rlo * per_row, h = (uint64_t)rhi * per_row;
@@ -52,7 +55,7 @@ int pr_tiles_build(const pr_blocks *bl, const uint64_t *off, const uint32_t *adj
     uint32_t jlo = bl->first[j], nj = bl->first[j + 1] - jlo, widest = 0;
     for (int c = 0; c < depth; c++) {
       uint32_t lo, hi;
-      pr_chunk_verts(nj, per_row, rows_extra, depth, c, &lo, &hi);
+      chunk_verts(nj, per_row, rows_extra, depth, c, &lo, &hi);
       clo[c] = lo;
       if (hi - lo > widest)
         widest = hi - lo;
