@@ -53,17 +53,25 @@ static const strata_option disrupt_keys[] = {
     {"slot", 0, STRATA_OPT_INT, EOPT(eng.disrupt_slot_ms), NULL, "MS", 1, 3600000, NULL, NULL, NULL},
     {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
 
-#define N_ENGINE_OPTS 25
+#define N_ENGINE_OPTS 27
 /* Options that do not change what a run computes: a resume may change them. */
 #define R STRATA_OPT_RESUMABLE
 
 /* The engine's option table for one app, with the text its defaults need. */
 typedef struct engine_table {
   strata_option opts[N_ENGINE_OPTS];
-  char modes[128], passes[16], depth[16], wpc[32];
+  char modes[128], passes[16], depth[16], wpc[32], tol[256];
 } engine_table;
 
-static void engine_table_init(engine_table *t, const strata_app_defaults *d) {
+/* Takes the row named `name` out of a NULL-terminated table. */
+static void drop_option(strata_option *opts, const char *name) {
+  int i = 0;
+  while (opts[i].name && strcmp(opts[i].name, name)) i++;
+  for (; opts[i].name; i++) opts[i] = opts[i + 1];
+}
+
+static void engine_table_init(engine_table *t, const strata_app *app) {
+  const strata_app_defaults *d = &app->defaults;
   size_t used = 0;
   for (int m = 0; m < STRATA_N_MODES; m++)
     used += (size_t)snprintf(t->modes + used, sizeof t->modes - used, "%s%s", m ? "|" : "",
@@ -71,6 +79,10 @@ static void engine_table_init(engine_table *t, const strata_app_defaults *d) {
   snprintf(t->passes, sizeof t->passes, "%d", d->passes ? d->passes : 20);
   snprintf(t->depth, sizeof t->depth, "%d", d->depth ? d->depth : 8);
   snprintf(t->wpc, sizeof t->wpc, "%g", d->wpc > 0 ? d->wpc : 1);
+  snprintf(t->tol, sizeof t->tol, "stop once %s is at most X (0: run every pass)",
+           app->tol.help                          ? app->tol.help
+           : app->round                           ? "the app's convergence measure"
+                                                  : "the convergence measure");
   const strata_option opts[N_ENGINE_OPTS] = {
       {"mode", 'm', STRATA_OPT_ENUM, EOPT(eng.mode), strata_mode_name(d->mode), "MODE", 0, 0, t->modes,
        "scheduled: parameter blocks rotate on a ring of workers; serial: one process, no MPI; "
@@ -106,8 +118,12 @@ static void engine_table_init(engine_table *t, const strata_app_defaults *d) {
        "strata per pass (blocking B x B); 0 = one per worker", NULL},
       {"depth", 0, STRATA_OPT_INT, EOPT(eng.depth), t->depth, "C", 1, 1024, NULL,
        "pipeline chunks per rotating block", NULL},
+      {"round-depth", 0, STRATA_OPT_INT, EOPT(eng.round_depth), "1", "D", 1, 1024, NULL,
+       "rounds in flight: round t is scheduled from the model after round t-D (1: exact; more "
+       "hides the coordinator's round trip behind the workers' work)", NULL},
       {"passes", 'p', STRATA_OPT_INT | R, EOPT(eng.passes), t->passes, "N", 1, 1000000, NULL,
        "data passes (a resumed run: in all, the checkpoint's included)", NULL},
+      {"tol", 0, STRATA_OPT_DOUBLE | R, EOPT(eng.tol), "0", "X", 0, 1e300, NULL, t->tol, NULL},
       {"seed", 's', STRATA_OPT_U64, EOPT(eng.seed), "1", "X", 0, 0, NULL,
        "seed for initialisation, block assignment and splits", NULL},
       {"metrics-out", 0, STRATA_OPT_STRING | R, EOPT(eng.metrics_out), NULL, "FILE", 0, 0, NULL,
@@ -140,6 +156,10 @@ static void engine_table_init(engine_table *t, const strata_app_defaults *d) {
       {"verbose", 'v', STRATA_OPT_FLAG | R, EOPT(verbose), NULL, NULL, 0, 0, NULL, "debug messages", NULL},
       {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
   memcpy(t->opts, opts, sizeof opts);
+  /* Only a round app (strata/round.h) has rounds, and only an app with a
+   * convergence measure a tolerance. */
+  if (!app->round) drop_option(t->opts, "round-depth");
+  if (!app->round && app->tol.kind == STRATA_TOL_NONE) drop_option(t->opts, "tol");
 }
 
 static double t_start;
@@ -162,9 +182,10 @@ static void usage_app(FILE *f, const strata__driver *d, const strata_app *app,
 
 void strata_print_summary(const strata_run_result *r) {
   const strata_app *app = r->app;
-  printf("summary: %s %s, %d worker%s, %d strata, %d passes, %llu examples\n", app->name,
-         strata_mode_name(r->mode),
-         r->workers, r->workers == 1 ? "" : "s", r->strata, r->passes,
+  printf("summary: %s %s, %d worker%s, %d strata, %d passes%s, %llu examples\n", app->name,
+         strata_mode_name(r->mode), r->workers, r->workers == 1 ? "" : "s", r->strata, r->passes,
+         r->stop_reason && !strcmp(r->stop_reason, "tolerance") ? " (stopped: converged to --tol)"
+                                                                : "",
          (unsigned long long)r->n_examples);
   printf("  time per pass %.4f s (median of passes %s), %.2f M %s/s, training %.2f s, load %.2f s\n",
          r->time_per_pass_s, r->passes > 1 ? "2..N" : "1", r->updates_per_s / 1e6,
@@ -180,6 +201,14 @@ void strata_print_summary(const strata_run_result *r) {
     printf("  worker %d: compute %.2f s, wait %.3f s (%.1f%% of %.2f s), sent %.1f MB\n", w,
            s->compute_s, s->wait_s, s->time_s > 0 ? 100 * s->wait_s / s->time_s : 0.0, s->time_s,
            (double)s->bytes_sent / 1e6);
+  }
+  if (r->rounds_per_pass) {
+    const strata_round_stats *s = &r->rounds;
+    printf("  rounds: %lld (%llu a pass, %d in flight), latency median %.0f us (p90 %.0f, max %.0f), "
+           "%.1f KB to the workers, %.1f KB back\n",
+           (long long)s->count, (unsigned long long)r->rounds_per_pass, s->depth,
+           strata_round_latency_quantile(s, 0.5) * 1e6, strata_round_latency_quantile(s, 0.9) * 1e6,
+           s->latency_max_s * 1e6, (double)s->bytes_out / 1e3, (double)s->bytes_in / 1e3);
   }
   if (r->mode == STRATA_MODE_SFB) {
     double bytes = 0, clocks = 0, delay = 0, factors = 0;
@@ -301,7 +330,7 @@ int strata__driver_main(const strata_app *app, const strata__driver *d, int argc
   memset(&co, 0, sizeof co);
   void *cfg = strata_calloc(1, app->config_size);
   engine_table et;
-  engine_table_init(&et, &app->defaults);
+  engine_table_init(&et, app);
   strata_optgroup groups[2] = {{"engine options", et.opts, &co}, {"", app->options, cfg}};
   char title[64];
   snprintf(title, sizeof title, "%s options", app->name);

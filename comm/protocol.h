@@ -23,6 +23,11 @@
  * passes begin, on every worker at once (else the first worker set up
  * would spend pass 1 waiting for the last one's blocks).
  * Per pass, worker -> coordinator: TAG_REPORT struct pass_report.
+ * Round runs (setup_header.rounds_per_pass > 0; strata/round.h): within a
+ * pass, coordinator -> each worker TAG_ROUND, one step at a time (the
+ * values of a pulled round, the worker's work in the next), worker ->
+ * coordinator TAG_PUSH for each round it had work in; the pass's last step
+ * is flagged (core/round.h has the layouts), then the reports follow.
  * Checkpoints (--checkpoint): each worker writes its part itself and sends
  * the coordinator a ckpt_note (TAG_CKPT) once it is on disk; the
  * coordinator, which listens for notes in every wait, writes the manifest
@@ -30,7 +35,8 @@
  * Per pass, coordinator -> each worker: TAG_CONTROL struct pass_control for
  * pass k, sent once pass k - L is summed (passes 0..L-1 at the start); a
  * worker receives it before it starts pass k. stop = 1 ends the run there,
- * on every worker at the same pass (the run diverged).
+ * on every worker at the same pass (the run diverged); last = 1 makes pass
+ * k the run's last (it converged: the model after it is exported).
  * Ring mode with a global block: after every sub-epoch each worker sends its
  * change of the global block to every other worker (TAG_GSYNC).
  * Between workers: chunk c of rotating block r with tag block_tag(r, c);
@@ -106,6 +112,8 @@ enum {
   TAG_CKPT = 20,      /* a worker's part of a checkpoint is on disk: ckpt_note */
   TAG_LIVE = 21,      /* rank 0's watch address (comm/live.h), the run's first message */
   TAG_HOST = 22,      /* a worker's host and its memory available (scheduler/memory.h) */
+  TAG_ROUND = 23,     /* round runs: the coordinator's step to a worker (core/round.h) */
+  TAG_PUSH = 24,      /* round runs: a worker's partials of a round (core/round.h) */
   TAG_EVAL_BASE = 1000,
   TAG_CHUNK_BASE = 20000
 };
@@ -131,6 +139,7 @@ typedef struct setup_header {
   uint64_t sched_len;
   uint64_t n_examples;
   block_desc global; /* len 0: no global block; else TAG_GLOBAL follows the bundle */
+  uint64_t rounds_per_pass; /* > 0: a round run (strata/round.h) */
 } setup_header;
 
 typedef struct pass_report {
@@ -147,7 +156,9 @@ typedef struct pass_report {
 
 typedef struct pass_control {
   int32_t pass;  /* 0-based */
-  int32_t stop;  /* 1: do not start this pass; the run ends */
+  int32_t stop;  /* 1: do not start this pass; the run ends (it diverged) */
+  int32_t last;  /* 1: this pass is the run's last (it converged, --tol) */
+  int32_t pad;
   double ctl[STRATA_MAX_CONTROLS];
 } pass_control;
 

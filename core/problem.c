@@ -8,6 +8,7 @@
 
 void strata_problem_close(strata_problem *p) {
   strata_free(p->global.buf);
+  strata_free(p->coord.buf);
   for (int i = 0; p->data && i < p->n_data; i++) strata_free(p->data[i].buf);
   for (int i = 0; p->eval && i < p->n_data; i++) strata_free(p->eval[i].buf);
   for (int i = 0; p->resident && i < p->n_resident; i++) strata_free(p->resident[i].buf);

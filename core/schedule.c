@@ -9,9 +9,10 @@
 int strata_schedule_init(strata_schedule *s, int n_workers, int n_subepochs, int n_data,
                          int n_resident, int n_rotating) {
   memset(s, 0, sizeof *s);
-  if (n_workers < 1 || n_subepochs < 1 || n_data < 1 || n_resident < 1 || n_rotating < 1)
+  if (n_workers < 1 || n_subepochs < 1 || n_data < 1 || n_resident < 1 || n_rotating < 0)
     return strata_err_set(STRATA_EINVAL,
-                          "schedule: workers, sub-epochs and block counts must be >= 1");
+                          "schedule: workers, sub-epochs, data and resident blocks must be >= 1, "
+                          "rotating blocks >= 0");
   s->n_workers = n_workers;
   s->n_subepochs = n_subepochs;
   s->n_data = n_data;
@@ -36,8 +37,9 @@ int strata_schedule_add(strata_schedule *s, int sub, int w, strata_task t) {
   if (s->finished) return strata_err_set(STRATA_EINVAL, "schedule: add after finish");
   if (sub < 0 || sub >= s->n_subepochs || w < 0 || w >= s->n_workers)
     return strata_err_set(STRATA_EINVAL, "schedule: sub-epoch %d / worker %d out of range", sub, w);
-  if (t.data < 0 || t.data >= s->n_data || t.resident < 0 || t.resident >= s->n_resident ||
-      t.rotating < 0 || t.rotating >= s->n_rotating)
+  /* Without rotating blocks (a round app's shards) a task names none: -1. */
+  int rot_ok = s->n_rotating ? t.rotating >= 0 && t.rotating < s->n_rotating : t.rotating == -1;
+  if (t.data < 0 || t.data >= s->n_data || t.resident < 0 || t.resident >= s->n_resident || !rot_ok)
     return strata_err_set(STRATA_EINVAL,
                           "schedule: task (data %d, resident %d, rotating %d) out of range", t.data,
                           t.resident, t.rotating);
@@ -98,6 +100,7 @@ int strata_schedule_finish(strata_schedule *s) {
       for (int i = 0; i < n; i++) {
         s->data_owner[t[i].data] = w;
         s->resident_owner[t[i].resident] = w;
+        if (t[i].rotating < 0) continue;
         int *h = &s->holder[sub * s->n_rotating + t[i].rotating];
         if (*h < 0) *h = w;
       }
@@ -134,7 +137,7 @@ int strata_schedule_validate(const strata_schedule *s) {
                               t[i].data);
           goto done;
         }
-        if (rot_sub[t[i].rotating]++ && !s->shared) {
+        if (t[i].rotating >= 0 && rot_sub[t[i].rotating]++ && !s->shared) {
           rc = strata_err_set(STRATA_ESCHED,
                               "schedule: rotating block %d is used twice in sub-epoch %d",
                               t[i].rotating, sub);
@@ -200,6 +203,22 @@ int strata_schedule_diagonal(strata_schedule *s, int P, int B) {
       int w = (int)((int64_t)i * P / B);
       if ((rc = strata_schedule_add(s, t, w, task))) goto fail;
     }
+  if ((rc = strata_schedule_finish(s))) goto fail;
+  return 0;
+fail:
+  strata_schedule_close(s);
+  return rc;
+}
+
+int strata_schedule_shards(strata_schedule *s, int P, int n) {
+  if (P < 1 || n < P)
+    return strata_err_set(STRATA_EINVAL, "shard schedule needs 1 <= workers <= data blocks (got "
+                          "%d workers, %d blocks)", P, n);
+  int rc = strata_schedule_init(s, P, 1, n, n, 0);
+  if (rc) return rc;
+  for (int d = 0; d < n; d++)
+    if ((rc = strata_schedule_add(s, 0, (int)((int64_t)d * P / n), (strata_task){d, d, -1})))
+      goto fail;
   if ((rc = strata_schedule_finish(s))) goto fail;
   return 0;
 fail:

@@ -25,6 +25,9 @@
 #define STRATA__WAIT_IDLE 10e-3
 #define STRATA__WAIT_PEERS 1e-3
 #define STRATA__WAIT_PROMPT 100e-6
+/* A round run's steps and pushes (strata/round.h): the round trip is the
+ * run's critical path, so its waits poll at least this often. */
+#define STRATA__WAIT_ROUND 50e-6
 
 /* Polls once: 0 or a negative code; *done = 1 ends the wait; *progressed = 1
  * when something moved (the next sleep is the shortest again). */

@@ -1,6 +1,7 @@
 /*
  * The run summary: the JSON object benchmarks and plots consume.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +114,41 @@ static void write_worker(strata_json *j, const strata_worker_stats *s, int sfb) 
   if (sfb) write_sfb_stats(j, s);
 }
 
+double strata_round_latency_quantile(const strata_round_stats *s, double q) {
+  uint64_t n = 0;
+  for (int b = 0; b < STRATA_ROUND_HIST; b++) n += s->latency_hist[b];
+  if (!n) return 0.0 / 0.0;
+  /* The bucket holding the value of rank ceil(q n), at its geometric middle. */
+  uint64_t want = (uint64_t)ceil(q * (double)n), seen = 0;
+  if (want < 1) want = 1;
+  for (int b = 0; b < STRATA_ROUND_HIST; b++) {
+    seen += s->latency_hist[b];
+    if (seen >= want) return 1e-6 * pow(1.05, b + 0.5);
+  }
+  return s->latency_max_s;
+}
+
+/* A round run's figures (strata_round_stats): latencies in microseconds. */
+static void write_rounds(strata_json *j, const strata_run_result *r) {
+  const strata_round_stats *s = &r->rounds;
+  strata_json_object_begin(j, "rounds");
+  strata_json_int(j, "per_pass", (int64_t)r->rounds_per_pass);
+  strata_json_int(j, "depth", s->depth);
+  strata_json_int(j, "count", s->count);
+  strata_json_bool(j, "converged", s->converged);
+  strata_json_number(j, "latency_us_median", strata_round_latency_quantile(s, 0.5) * 1e6);
+  strata_json_number(j, "latency_us_p90", strata_round_latency_quantile(s, 0.9) * 1e6);
+  strata_json_number(j, "latency_us_mean",
+                     s->count ? s->latency_sum_s / (double)s->count * 1e6 : 0.0 / 0.0);
+  strata_json_number(j, "latency_us_max", s->latency_max_s * 1e6);
+  strata_json_int(j, "bytes_to_workers", (int64_t)s->bytes_out);
+  strata_json_int(j, "bytes_from_workers", (int64_t)s->bytes_in);
+  strata_json_int(j, "ids_to_workers", (int64_t)s->ids_out);
+  strata_json_number(j, "worker_compute_s", s->worker_compute_s);
+  strata_json_number(j, "worker_wait_s", s->worker_wait_s);
+  strata_json_object_end(j);
+}
+
 static int fill(FILE *f, void *ud) {
   const metrics_args *a = ud;
   const strata_run_result *r = a->r;
@@ -126,6 +162,7 @@ static int fill(FILE *f, void *ud) {
   strata_json_int(&j, "strata", r->strata);
   strata_json_int(&j, "depth", r->depth);
   strata_json_int(&j, "passes", r->passes);
+  if (r->stop_reason) strata_json_string(&j, "stop_reason", r->stop_reason);
   const strata_engine_opts *o = r->opts;
   int is_ps = o && strata_mode_is_ps(r->mode);
   int sfb = r->mode == STRATA_MODE_SFB;
@@ -208,6 +245,7 @@ static int fill(FILE *f, void *ud) {
     strata_json_object_end(&j);
   }
   if (a->extra) a->extra(&j, a->ud);
+  if (r->rounds_per_pass) write_rounds(&j, r);
   if (is_ps) {
     /* Over every pass and worker: the ESSP paper's staleness profile. */
     strata_worker_stats sum;
@@ -237,6 +275,10 @@ static int fill(FILE *f, void *ud) {
       strata_json_double(&j, app->objective_names[i], ps->objectives[i]);
     for (int i = 0; i < app->n_controls; i++)
       strata_json_number(&j, app->control_names[i], ps->control[i]);
+    if (r->rounds_per_pass) {
+      strata_json_int(&j, "rounds", ps->rounds);
+      strata_json_number(&j, "round_latency_us", ps->round_latency_s * 1e6);
+    }
     if (ps->has_view) {
       strata_json_object_begin(&j, "view");
       for (int i = 0; i < app->n_objectives; i++)

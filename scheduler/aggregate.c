@@ -12,6 +12,25 @@
 
 static int decide(strata__agg *c, int k);
 
+/* The app's convergence measure after pass pi (strata_app.tol; NaN when it
+ * has none or cannot tell yet). */
+static double tol_measure(const strata__agg *c, int pi) {
+  const strata_tol *t = &c->app->tol;
+  if (t->kind == STRATA_TOL_NONE || t->objective < 0 || t->objective >= c->app->n_objectives)
+    return 0.0 / 0.0;
+  double f = c->obj_hist[(size_t)pi * STRATA_MAX_OBJECTIVES + (size_t)t->objective];
+  if (t->kind == STRATA_TOL_VALUE) return f;
+  if (pi < 1) return 0.0 / 0.0;
+  double prev = c->obj_hist[(size_t)(pi - 1) * STRATA_MAX_OBJECTIVES + (size_t)t->objective];
+  return fabs(f - prev) / fabs(f);
+}
+
+/* Whether --tol says the run has converged after pass pi. */
+static int converged(const strata__agg *c, int pi) {
+  double tol = c->opts ? c->opts->tol : 0;
+  return tol > 0 && tol_measure(c, pi) <= tol;
+}
+
 /* Whether the combined partials of pass `pass` (0-based) show no sign of
  * divergence (strata_partial_is_bad: a MAX or MIN partial still at its
  * infinite identity is fine); if they do, records the divergence message,
@@ -134,9 +153,11 @@ int strata__agg_report(void *ud, const pass_report *rep) {
   strata_partials_init(c->app, c->view_partials);
   memcpy(c->obj_hist + (size_t)pi * STRATA_MAX_OBJECTIVES, ps->objectives, sizeof ps->objectives);
   /* The verdict on pass pi + L: a stop once a pass diverged (the workers
-   * then run the passes before it), else its control values. */
+   * then run the passes before it), else its control values; when the run
+   * has converged (--tol), pass pi + L is its last. */
   int k = pi + c->lag;
-  if (c->n_decided == k && k < c->setup.passes && (finite || !c->ctl[k - 1].stop)) {
+  if (finite && converged(c, pi)) strata__agg_end(c, k, "tolerance");
+  if (c->n_decided == k && k < c->run_passes && (finite || !c->ctl[k - 1].stop)) {
     int rc = decide(c, k);
     if (rc) return rc;
   }
@@ -228,7 +249,7 @@ static void finish_result(strata__agg *c) {
   r->n_examples = c->prob->n_examples;
   r->wall_s = strata_now() - c->t_train0 + c->wall_before;
   r->coordinator_train_cpu_s = strata_cpu_seconds() - c->cpu_train0 + c->cpu_before;
-  summarise(r, c->setup.passes, c->setup.workers);
+  summarise(r, r->passes, c->setup.workers);
 }
 
 void strata__agg_snapshot(const strata__agg *c, int done, strata_run_result *out) {
@@ -252,6 +273,7 @@ static int decide(strata__agg *c, int k) {
   memset(v, 0, sizeof *v);
   v->pass = k;
   v->stop = c->diverged_pass != 0;
+  v->last = !v->stop && c->stop_reason && k == c->run_passes - 1;
   if (!v->stop && c->app->pass_control) {
     int known = k - c->lag + 1;
     c->app->pass_control(c->cfg, c->prob, k, c->obj_hist, known > 0 ? known : 0, k ? c->ctl[k - 1].ctl : NULL,
@@ -276,6 +298,12 @@ static int diverged(strata__agg *c) {
   return strata_err_set(STRATA_EDIVERGED, "%s", c->diverged);
 }
 
+void strata__agg_end(strata__agg *c, int last, const char *reason) {
+  if (last + 1 >= c->run_passes) return;
+  c->run_passes = last + 1;
+  c->stop_reason = reason;
+}
+
 /* Serial mode: the verdicts are decided in the same process, before the
  * passes they govern (the pass they follow was summed in take_report). */
 int strata__agg_control(void *ud, int pass, pass_control *out) {
@@ -293,11 +321,19 @@ void strata__agg_start(strata__agg *c) {
 }
 
 int strata__agg_finish(strata__agg *c) {
-  if (c->diverged_pass) return diverged(c);
+  if (c->diverged_pass) {
+    c->res->stop_reason = "diverged";
+    return diverged(c);
+  }
+  /* A run stopped early (--tol, a round app's convergence) reports the
+   * passes it ran. */
+  int n = c->run_passes < c->setup.passes ? c->run_passes : c->setup.passes;
+  if (n < 1) n = 1;
+  c->res->passes = n;
+  c->res->stop_reason = c->stop_reason ? c->stop_reason : "passes";
   finish_result(c);
   /* Also when every pass came from a checkpoint. */
-  memcpy(c->res->objectives, c->res->per_pass[c->setup.passes - 1].objectives,
-         sizeof c->res->objectives);
+  memcpy(c->res->objectives, c->res->per_pass[n - 1].objectives, sizeof c->res->objectives);
   return 0;
 }
 

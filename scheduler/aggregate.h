@@ -41,6 +41,7 @@ typedef struct strata__agg {
   pass_control *ctl; /* ctl[k] for every pass k decided so far (n_decided) */
   int n_decided;
   int run_passes;    /* the passes the workers run (all, or to the stop) */
+  const char *stop_reason; /* why run_passes < passes (strata__agg_end); NULL: none */
   int diverged_pass; /* 1-based, 0 none */
   char diverged[256];
   double *obj_hist;  /* passes * STRATA_MAX_OBJECTIVES, for pass_control */
@@ -60,6 +61,10 @@ int strata__agg_decide_first(strata__agg *c);
 /* Folds one worker's report (ud: the aggregator); logs a completed pass
  * (rank 0's progress line) and decides the verdict that follows from it. */
 int strata__agg_report(void *ud, const pass_report *rep);
+/* Makes pass `last` the run's last (when that is earlier than it was): its
+ * verdict, when still to be decided, says so (pass_control.last), and none
+ * is decided after it. reason is the run's stop_reason ("tolerance"). */
+void strata__agg_end(strata__agg *c, int last, const char *reason);
 /* Pass `pass`'s verdict, decided already (serial mode's worker control). */
 int strata__agg_control(void *ud, int pass, pass_control *out);
 /* After the last report: STRATA_EDIVERGED with the message when a pass

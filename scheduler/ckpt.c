@@ -25,7 +25,16 @@
 #define COORD_FILE "coordinator.bin"
 
 /* The coordinator's part: COORD entries. */
-enum { C_STATE = 1, C_PER_PASS, C_PER_PASS_WORKER, C_WORKER_TOTAL, C_CONTROL, C_OBJ_HIST };
+enum {
+  C_STATE = 1,
+  C_PER_PASS,
+  C_PER_PASS_WORKER,
+  C_WORKER_TOTAL,
+  C_CONTROL,
+  C_OBJ_HIST,
+  C_BLOCK, /* a round app's coordinator block (strata/round.h), when it has one */
+  C_ROUNDS /* a round run's figures (strata_round_stats) */
+};
 
 typedef struct coord_state {
   int32_t passes, workers, n_decided, pad;
@@ -34,9 +43,9 @@ typedef struct coord_state {
 
 /* The sizes the parts' raw structs have in this build. */
 static void layout(char *out, size_t n) {
-  snprintf(out, n, "pass_stats %zu, worker_stats %zu, pass_control %zu, objectives %d",
+  snprintf(out, n, "pass_stats %zu, worker_stats %zu, pass_control %zu, objectives %d, rounds %zu",
            sizeof(strata_pass_stats), sizeof(strata_worker_stats), sizeof(pass_control),
-           STRATA_MAX_OBJECTIVES);
+           STRATA_MAX_OBJECTIVES, sizeof(strata_round_stats));
 }
 
 static const char *resume_dir(const strata__ckpt_run *ck) { return ck->opts->resume_dir; }
@@ -198,6 +207,11 @@ int strata__ckpt_summed(void *ud, strata__agg *agg, int pass) {
   if (!rc)
     rc = strata__part_add(&pw, STRATA__CK_COORD, C_OBJ_HIST, 0, agg->obj_hist,
                           (uint64_t)n * STRATA_MAX_OBJECTIVES * sizeof *agg->obj_hist);
+  if (!rc && agg->prob->coord.len)
+    rc = strata__part_add(&pw, STRATA__CK_COORD, C_BLOCK, 0, agg->prob->coord.buf,
+                          agg->prob->coord.len);
+  if (!rc && agg->prob->rounds_per_pass)
+    rc = strata__part_add(&pw, STRATA__CK_COORD, C_ROUNDS, 0, &r->rounds, sizeof r->rounds);
   if (!rc) rc = strata__part_commit(&pw, &cw->coord_sum, &cw->coord_bytes);
   strata__part_abandon(&pw);
   if (rc) return rc;
@@ -422,7 +436,7 @@ static int coord_dest(rctx *c, const strata__ckpt_entry *e, void **buf) {
   strata__agg *agg = c->agg;
   strata_run_result *r = agg->res;
   uint64_t n = (uint64_t)c->ck->start_pass, P = (uint64_t)c->ck->P;
-  if (e->id < C_STATE || e->id > C_OBJ_HIST || (c->coord_items & (1 << e->id)))
+  if (e->id < C_STATE || e->id > C_ROUNDS || (c->coord_items & (1 << e->id)))
     return unexpected(c, e, "not a coordinator item, or twice");
   if (e->id != C_STATE && !(c->coord_items & (1 << C_STATE)))
     return unexpected(c, e, "before the coordinator's state");
@@ -448,6 +462,11 @@ static int coord_dest(rctx *c, const strata__ckpt_entry *e, void **buf) {
     case C_OBJ_HIST:
       want = n * STRATA_MAX_OBJECTIVES * sizeof *agg->obj_hist;
       *buf = agg->obj_hist;
+      break;
+    case C_BLOCK: want = c->p->coord.len; *buf = c->p->coord.buf; break;
+    case C_ROUNDS:
+      want = c->p->rounds_per_pass ? sizeof r->rounds : 0;
+      *buf = &r->rounds;
       break;
   }
   if (e->len != want) return unexpected(c, e, "of the wrong size");
@@ -580,7 +599,8 @@ static int check_coverage(rctx *c) {
     for (int w = 0; w < ck->P; w++)
       if (!ck->rot_of[(size_t)w * (size_t)p->n_rotating])
         return strata_err_set(STRATA_EPARSE, "%s: worker %d's replica is in no part", ck->manifest, w);
-  if (c->cs.passes != ck->start_pass || c->cs.workers != ck->P || c->coord_items != 0x7e)
+  int items = 0x7e | (p->coord.len ? 1 << C_BLOCK : 0) | (p->rounds_per_pass ? 1 << C_ROUNDS : 0);
+  if (c->cs.passes != ck->start_pass || c->cs.workers != ck->P || c->coord_items != items)
     return strata_err_set(STRATA_EPARSE, "%s: the coordinator's part is incomplete", ck->manifest);
   return 0;
 }

@@ -18,6 +18,7 @@
 #include "scheduler/ckpt.h"
 #include "scheduler/coordinator.h"
 #include "scheduler/memory.h"
+#include "scheduler/rounds.h"
 #include "strata/core.h"
 
 /* A growing set of outstanding requests the coordinator waits on at once. */
@@ -162,6 +163,14 @@ static int poll_coord(void *ctx, int *done, int *progressed) {
 static int wait_all(coord *c, strata_req *reqs, int n) {
   coord_wait cw = {c, reqs, n, 0};
   strata__wait_conf wc = {.ceiling = STRATA__WAIT_IDLE, .signals = 1, .who = "coordinator"};
+  return strata__wait(poll_coord, &cw, &wc);
+}
+
+/* The same at the rounds' ceiling: a round run's steps are its critical
+ * path. */
+static int wait_round(coord *c, strata_req *reqs, int n) {
+  coord_wait cw = {c, reqs, n, 0};
+  strata__wait_conf wc = {.ceiling = STRATA__WAIT_ROUND, .signals = 1, .who = "coordinator"};
   return strata__wait(poll_coord, &cw, &wc);
 }
 
@@ -394,6 +403,65 @@ static int check_memory(coord *c, host_info *hosts) {
   return rc;
 }
 
+/* Round runs: the pushes that have come, taken into the rounds' state. */
+typedef struct push_wait {
+  coord *c;
+  strata__rounds *R;
+  int64_t awaited;
+} push_wait;
+
+static int poll_pushes(void *ctx, int *done, int *progressed) {
+  push_wait *pw = ctx;
+  coord *c = pw->c;
+  strata_transport *t = c->t;
+  int rc = 0, dummy;
+  *progressed = 0;
+  for (;;) {
+    int got = 0, src = 0;
+    void *buf = NULL;
+    size_t len = 0;
+    if ((rc = t->poll(t->impl, TAG_PUSH, &got, &src, &buf, &len)) || !got) break;
+    int w = src - 1;
+    rc = w >= 0 && w < c->setup.workers
+             ? strata__rounds_take(pw->R, w, buf, len)
+             : strata_err_set(STRATA_ECOMM, "coordinator: a push from rank %d", src);
+    strata_free(buf);
+    *progressed = 1;
+    if (rc) break;
+  }
+  /* Failure reports and checkpoint notes, as in every wait. */
+  coord_wait cw = {c, NULL, 0, 0};
+  if (!rc) rc = poll_coord(&cw, &dummy, &dummy);
+  *done = !rc && strata__rounds_complete(pw->R, pw->awaited);
+  return rc;
+}
+
+/* One pass of a round run: the state machine's steps go out, its pushes
+ * come in, until the pass's last step; the reports follow as in every run. */
+static int round_pass(coord *c, strata__rounds *R, int pass, reqset *sends) {
+  strata_transport *t = c->t;
+  int P = c->setup.workers, rc = 0;
+  strata__rounds_begin_pass(R, pass);
+  for (;;) {
+    int a = strata__rounds_next(R);
+    if (a < 0) return a;
+    if (a == STRATA__ROUNDS_DONE) return 0;
+    if (a == STRATA__ROUNDS_SEND) {
+      /* The step's buffers are reused for the next one: its sends must be
+       * done first (an eager send of a small step is done at once). */
+      sends->n = 0;
+      for (int w = 0; w < P && !rc; w++)
+        rc = send_all(t, sends, R->msg[w].buf, R->msg[w].len, w + 1, TAG_ROUND);
+      if (!rc) rc = wait_round(c, sends->r, sends->n);
+      if (rc) return rc;
+      continue;
+    }
+    push_wait pw = {c, R, R->awaited};
+    strata__wait_conf wc = {.ceiling = STRATA__WAIT_ROUND, .signals = 1, .who = "coordinator"};
+    if ((rc = strata__wait(poll_pushes, &pw, &wc))) return rc;
+  }
+}
+
 static int run_coordinator(coord *c, strata_transport *t) {
   strata_problem *p = &c->prob;
   void *sched_buf = NULL;
@@ -402,6 +470,9 @@ static int run_coordinator(coord *c, strata_transport *t) {
   pass_report *reps = NULL;
   int P = c->setup.workers;
   double t0 = strata_now();
+  strata__rounds R; /* a round run's state (strata/round.h) */
+  memset(&R, 0, sizeof R);
+  reqset steps = {0};
   host_info *hosts = strata_calloc((size_t)P + 1, sizeof *hosts);
   if (hosts) strata__host_info(&hosts[0]);
   /* A resume refused for its settings costs no loading. */
@@ -417,6 +488,10 @@ static int run_coordinator(coord *c, strata_transport *t) {
     goto done;
   }
   c->res->load_s = strata_now() - t0;
+  /* A round run's coordinator sums every pass before the next one's first
+   * round: pass k's verdict follows pass k - 1. */
+  if (p->rounds_per_pass) c->agg.lag = 1;
+  c->res->rounds_per_pass = p->rounds_per_pass;
   if (c->ck.start_pass == c->setup.passes) {
     /* Resumed with nothing left to run: the checkpoint's model and
      * metrics are the run's; the workers end at once. */
@@ -439,6 +514,7 @@ static int run_coordinator(coord *c, strata_transport *t) {
   h.sched_len = sched_len;
   h.n_examples = p->n_examples;
   h.global = (block_desc){p->global.len, p->global.nrows, p->global.row_bytes};
+  h.rounds_per_pass = p->rounds_per_pass;
   size_t nd = (size_t)p->n_data, ndesc = nd * (h.has_eval ? 2 : 1) + (size_t)p->n_resident +
                                          (size_t)p->n_rotating;
   desc = strata_malloc(ndesc * sizeof *desc);
@@ -469,9 +545,18 @@ static int run_coordinator(coord *c, strata_transport *t) {
   if ((rc = start_together(c, P))) goto done;
   if ((rc = strata__agg_decide_first(&c->agg))) goto done;
   c->res->setup_s = strata_now() - t1;
+  R = (strata__rounds){.app = c->app, .cfg = c->cfg, .prob = p, .sched = &c->sched,
+                       .depth = c->opts->round_depth, .stats = &c->res->rounds};
+  if (p->rounds_per_pass && (rc = strata__rounds_open(&R, c->agg.start_pass))) goto done;
   strata__agg_start(&c->agg);
   if (c->run->view) c->run->view->phase(c->run->view->ud, STRATA__PHASE_RUNNING, &c->agg);
   for (int pass = c->agg.start_pass; pass < c->agg.run_passes && !rc; pass++) {
+    if (p->rounds_per_pass) {
+      if ((rc = round_pass(c, &R, pass, &steps))) break;
+      strata__rounds_pass_stats(&R, &c->res->per_pass[pass].rounds,
+                                &c->res->per_pass[pass].round_latency_s);
+      if (R.converged) strata__agg_end(&c->agg, pass, "tolerance");
+    }
     c->rx.n = 0;
     for (int w = 0; w < P && !rc; w++)
       rc = t->irecv(t->impl, &reps[w], sizeof reps[w], w + 1, TAG_REPORT, reqset_next(&c->rx));
@@ -514,9 +599,13 @@ done:
   fail_run(c, rc);
   strata_free(sched_buf);
   strata_free(desc);
-  /* Reports may still land there when the job could not be ended cleanly
-   * (the caller ends it at once). */
-  if (!(rc && c->res->peers_blocked)) strata_free(reps);
+  /* Reports may still land there, and steps still be read, when the job
+   * could not be ended cleanly (the caller ends it at once). */
+  if (!(rc && c->res->peers_blocked)) {
+    strata_free(reps);
+    if (R.app) strata__rounds_close(&R);
+    strata_free(steps.r);
+  }
   return rc;
 }
 

@@ -15,18 +15,20 @@ int strata__worker_score(strata__worker *w, int pass, double *partials) {
     for (int i = 0; i < n && !rc; i++) {
       strata_block *eb = &w->eval[tk[i].data];
       if (!eb->len) continue;
+      /* A round app's tasks have no rotating block. */
+      strata_block *rot = tk[i].rotating >= 0 ? &w->rot[tk[i].rotating] : NULL;
       strata_task_view tv = {.pass = pass,
                              .subepoch = s,
                              .ids = tk[i],
                              .data = eb,
                              .train = &w->data[tk[i].data],
                              .resident = &w->res[tk[i].resident],
-                             .rotating = &w->rot[tk[i].rotating],
+                             .rotating = rot,
                              .global = w->global,
                              .chunk = -1,
                              .clock = -1,
                              .row_lo = 0,
-                             .row_hi = w->rot[tk[i].rotating].nrows};
+                             .row_hi = rot ? rot->nrows : 0};
       rc = w->app->evaluate(w->state, &tv, partials);
     }
   }

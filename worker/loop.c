@@ -13,12 +13,14 @@
 #include "worker/backend.h"
 
 /* Pass `pass`'s verdict (w->control, or none): *stop = 1 when the run ends
- * before it; ctl gets its control values. */
+ * before it; ctl gets its control values; a last pass (the run converged)
+ * becomes w->last_pass. */
 static int pass_verdict(strata__worker *w, int pass, int *stop, double *ctl) {
   pass_control v;
   memset(&v, 0, sizeof v);
   int rc = w->control ? w->control(w->report_ud, pass, &v) : 0;
   *stop = v.stop;
+  if (v.last) w->last_pass = pass;
   memcpy(ctl, v.ctl, sizeof v.ctl);
   return rc;
 }
@@ -84,6 +86,8 @@ static int run_pass(strata__worker *w, const strata__backend *b, void *be, int p
 }
 
 int strata__worker_loop(strata__worker *w) {
+  w->last_pass = w->setup.passes - 1;
+  if (w->rounds_per_pass) return strata__worker_rounds(w);
   const strata__backend *b = strata__backend_of(w->setup.mode);
   if (!b) return strata_err_set(STRATA_EINVAL, "worker %d: no back-end for mode %d", w->me, (int)w->setup.mode);
   void *be = NULL;
@@ -101,7 +105,7 @@ int strata__worker_loop(strata__worker *w) {
   int64_t clock = (int64_t)w->start_pass * strata__tasks_per_pass(w);
   if (w->app->sf) strata__sf_init(&fs, w->rot[0].row_bytes / sizeof(float), w->rot[0].nrows);
   double ctl[STRATA_MAX_CONTROLS];
-  for (int pass = w->start_pass; pass < w->setup.passes && !rc; pass++) {
+  for (int pass = w->start_pass; pass <= w->last_pass && !rc; pass++) {
     pass_report rep;
     strata__live_pass(pass);
     strata__report_begin(&rep, pass, w->me);

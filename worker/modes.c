@@ -4,6 +4,7 @@
  * strata_mode and its name in core/modes.c).
  */
 #include "strata/core.h"
+#include "strata/round.h"
 #include "worker/backend.h"
 
 extern const strata__backend strata__ring_backend;  /* worker/ring.c */
@@ -53,10 +54,36 @@ static int sf_check(const strata_app *app, const strata_setup *setup, const stra
   return 0;
 }
 
+/* A round run (strata/round.h): the coordinator and its workers exchange
+ * rounds; there are no rotating blocks for another back-end to move. */
+static int round_check(const strata_engine_opts *o, const strata_app *app,
+                       const strata_problem *p, const strata_schedule *s) {
+  if (!app->round || !app->round->schedule_round || !app->round->push || !app->round->pull)
+    return strata_err_set(STRATA_EINVAL,
+                          "%s: load set rounds_per_pass, but the app has no round callbacks "
+                          "(schedule_round, push, pull)",
+                          app->name);
+  if (strata__backend_of(o->mode) != &strata__ring_backend)
+    return strata_err_set(STRATA_EUSAGE,
+                          "%s: this run schedules every round on the coordinator (strata/round.h), "
+                          "which runs in --mode scheduled and serial, not --mode %s",
+                          app->name, strata_mode_name(o->mode));
+  if (p->n_rotating || p->global.len)
+    return strata_err_set(STRATA_EINVAL, "%s: a round run has no rotating or global blocks",
+                          app->name);
+  if (s && s->n_subepochs != 1)
+    return strata_err_set(STRATA_ESCHED,
+                          "%s: a round run's schedule is one sub-epoch of each worker's tasks "
+                          "(strata_schedule_shards)",
+                          app->name);
+  return 0;
+}
+
 int strata__mode_check(const strata_engine_opts *o, const strata_app *app,
                        const strata_setup *setup, const strata_problem *p,
                        const strata_schedule *s) {
   const strata__backend *b = strata__backend_of(o->mode);
+  if (p && p->rounds_per_pass) return round_check(o, app, p, s);
   int rc = app->sf ? sf_check(app, setup, p) : 0;
   return !rc && b && b->check ? b->check(o, app, setup, p, s) : rc;
 }
@@ -73,7 +100,8 @@ void strata_engine_setup(const strata_app *app, const strata_engine_opts *o, int
                         .mode = o->mode,
                         .model_out = o->model_out,
                         .staleness = 0,
-                        .wpc = 1};
+                        .wpc = 1,
+                        .tol = o->tol};
   if (b) b->clock_rule(o, app, &out->staleness, &out->wpc);
 }
 

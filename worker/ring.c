@@ -140,7 +140,7 @@ static int progress_sends(strata__worker *w, ring *rg) {
  * keeps r, or nothing moves after the last pass). */
 static int send_target(const ring *rg, int pass, int s, int r) {
   strata__worker *w = rg->w;
-  if (!w->t || (s == rg->S - 1 && pass == w->setup.passes - 1)) return -1;
+  if (!w->t || (s == rg->S - 1 && pass == w->last_pass)) return -1;
   int next = holder(w, rg, (s + 1) % rg->S, r);
   return next != w->me ? next : -1;
 }
@@ -213,7 +213,7 @@ static int evaluate(strata__worker *w, ring *rg, int pass, double *partials,
   strata_req *reqs = NULL;
   if (w->t) {
     if ((rc = settle_blocks(w, rg))) return rc;
-    int hs = held_subepoch(rg, pass, w->setup.passes);
+    int hs = held_subepoch(rg, pass, w->last_pass + 1);
     if (rg->P > 1) {
       reqs = strata_calloc((size_t)nrot * (size_t)rg->P, sizeof *reqs);
       if (!reqs) return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
@@ -371,7 +371,7 @@ static int ring_begin_subepoch(void *be, int pass, int s, strata_worker_stats *s
     st->delay_s += strata__straggle_ms(w->opts->straggler_ms, w->opts->straggler_spin);
   /* Receives for the next sub-epoch go up before this one's compute, so
    * each incoming block lands while this worker is busy. */
-  if (w->t && !(s == rg->S - 1 && pass == w->setup.passes - 1))
+  if (w->t && !(s == rg->S - 1 && pass == w->last_pass))
     return post_receives(w, rg, (s + 1) % rg->S, st);
   return 0;
 }
@@ -422,7 +422,7 @@ static int ring_ckpt_add(void *ctx, strata__part_writer *pw) {
   ring *rg = ctx;
   strata__worker *w = rg->w;
   int rc = strata__ckpt_add_residents(w, pw, NULL);
-  int hs = held_subepoch(rg, rg->ckpt_pass, w->setup.passes);
+  int hs = held_subepoch(rg, rg->ckpt_pass, w->last_pass + 1);
   for (int r = 0; r < w->sched.n_rotating && !rc; r++)
     if (holder(w, rg, hs, r) == w->me && w->rot[r].len)
       rc = strata__part_add(pw, STRATA__CK_ROTATING, r, 0, w->rot[r].buf, w->rot[r].len);

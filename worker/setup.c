@@ -63,6 +63,57 @@ static int mpi_control(void *ud, int pass, pass_control *out) {
   return rc;
 }
 
+/* Round runs: the coordinator's next step, waited for in the back-off
+ * wait at the rounds' ceiling (its round trip is the run's critical path). */
+typedef struct round_wait {
+  strata_transport *t;
+  void *msg;
+  size_t len;
+  int me;
+} round_wait;
+
+static int poll_step(void *ctx, int *done, int *progressed) {
+  round_wait *c = ctx;
+  int got = 0, src = -1;
+  int rc = c->t->poll(c->t->impl, TAG_ROUND, &got, &src, &c->msg, &c->len);
+  if (!rc && got && src != 0) {
+    strata_free(c->msg);
+    c->msg = NULL;
+    rc = strata_err_set(STRATA_ECOMM, "worker %d: a round step from rank %d", c->me, src);
+  }
+  *done = *progressed = got;
+  return rc;
+}
+
+static int mpi_round_recv(void *ud, int pass, void **msg, size_t *len, double *wait_s) {
+  strata__worker *w = &((mpi_worker *)ud)->w;
+  (void)pass;
+  round_wait c = {w->t, NULL, 0, w->me};
+  double t0 = strata_now();
+  strata__wait_conf wc = {.ceiling = STRATA__WAIT_ROUND};
+  int rc = strata__wait(poll_step, &c, &wc);
+  *wait_s = strata_now() - t0;
+  if (rc) {
+    strata_free(c.msg);
+    return rc;
+  }
+  *msg = c.msg;
+  *len = c.len;
+  return 0;
+}
+
+static int test_one(void *ctx, int *done, int *progressed);
+
+static int mpi_round_send(void *ud, const void *msg, size_t len) {
+  strata__worker *w = &((mpi_worker *)ud)->w;
+  strata_req rq = {0};
+  int rc = w->t->isend(w->t->impl, msg, len, 0, TAG_PUSH, &rq);
+  void *ctx[2] = {w->t, &rq};
+  strata__wait_conf wc = {.ceiling = STRATA__WAIT_ROUND};
+  if (!rc) rc = strata__wait(test_one, ctx, &wc);
+  return rc;
+}
+
 static int recv_idle(strata_transport *t, void *buf, size_t len, int tag) {
   strata_req rq = {0};
   int rc = t->irecv(t->impl, buf, len, 0, tag, &rq);
@@ -126,6 +177,9 @@ static int receive_setup(strata__worker *w, setup_header *h) {
   }
   w->has_eval = h->has_eval;
   w->start_pass = h->start_pass;
+  w->rounds_per_pass = h->rounds_per_pass;
+  if (h->rounds_per_pass && !w->app->round)
+    return strata_err_set(STRATA_ECOMM, "worker %d: a round run of an app without rounds", w->me);
   if (h->start_pass < 0 || h->start_pass > w->setup.passes)
     return strata_err_set(STRATA_ECOMM, "worker %d: set-up starts at pass %d of %d", w->me,
                           h->start_pass, w->setup.passes);
@@ -285,6 +339,9 @@ int strata__worker_main(const strata_app *app, void *cfg, const strata_engine_op
   w->report_ud = &m;
   w->control = mpi_control;
   w->settle = settle;
+  w->round_recv = mpi_round_recv;
+  w->round_send = mpi_round_send;
+  w->round_ud = &m;
   m.net = t;
   *own_failure = 0;
   int rc = strata__watch_open(t, 0, TAG_ABORT, &m.watch);

@@ -372,7 +372,7 @@ static int sfb_nop_subepoch(void *be, int pass, int s, strata_worker_stats *st) 
 static int sfb_end_pass(void *be, int pass, strata_worker_stats *st) {
   sfb *b = be;
   b->st = st;
-  int whole = pass == b->w->setup.passes - 1 || strata__ckpt_due(b->w, pass);
+  int whole = pass == b->w->last_pass || strata__ckpt_due(b->w, pass);
   return bring_up_to(b, b->clock, whole ? 0 : b->s);
 }
 

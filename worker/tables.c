@@ -159,7 +159,7 @@ static int tables_release(void *be, const strata_task_view *tv, strata_worker_st
   p->dirty = 1;
   long done = ++p->done;
   if (!rc && p->per_pass && (done * p->per_pass) / p->chunks > ((done - 1) * p->per_pass) / p->chunks) {
-    rc = done == p->chunks ? end_pass_clock(p, tv->pass, tv->pass == w->setup.passes - 1)
+    rc = done == p->chunks ? end_pass_clock(p, tv->pass, tv->pass == w->last_pass)
                            : end_clock(p);
     /* Earlier passes' snapshots may have come meanwhile. */
     if (!rc && p->n_q) rc = drain(p, 0);
@@ -342,7 +342,7 @@ static int complete(psw *p, pending *e) {
     p->ckpt_e = e;
     rc = strata__worker_ckpt(w, e->rep.pass, tables_ckpt_add, p);
   }
-  if (!rc && e->rows && e->rep.pass == w->setup.passes - 1 && w->opts->model_out)
+  if (!rc && e->rows && e->rep.pass == w->last_pass && w->opts->model_out)
     adopt_snapshot(p, e->rows);
   p->scored_s += strata_now() - t0;
   if (!rc) rc = w->report(w->report_ud, &e->rep);
@@ -576,7 +576,7 @@ static int tables_end_subepoch(void *be, int pass, int s, strata_worker_stats *s
 static int tables_end_pass(void *be, int pass, strata_worker_stats *st) {
   psw *p = be;
   (void)st;
-  int rc = 0, last = pass == p->w->setup.passes - 1;
+  int rc = 0, last = pass == p->w->last_pass;
   if (p->span && (pass + 1) % p->span == 0) rc = end_pass_clock(p, pass, last);
   /* The last clock may be partial: its work must reach everyone. */
   if (!rc && last && p->dirty) rc = end_pass_clock(p, pass, last);
@@ -600,7 +600,7 @@ static int tables_evaluate(void *be, int pass, pass_report *rep) {
   if (!rc && w->opts->score_view) rc = score_view(p, rep);
   st->eval_s += strata_now() - t0;
   strata__worker_stamp(w, st);
-  if (!rc) rc = queue_pass(p, rep, pass == w->setup.passes - 1);
+  if (!rc) rc = queue_pass(p, rep, pass == w->last_pass);
   p->scored_s = 0;
   return rc;
 }

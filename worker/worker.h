@@ -46,13 +46,23 @@ typedef struct strata__worker {
    * ends the job. */
   int (*settle)(void *ud, int rc);
   int blocked;
-  int stopped; /* the loop ended early on a stop verdict */
+  int stopped; /* the loop ended early on a stop verdict (the run diverged) */
+  int last_pass; /* the run's last pass: passes - 1, or earlier once it converged */
   int start_pass; /* the first pass to run: 0, or what a resumed checkpoint holds */
   /* This worker's part of a checkpoint is on disk: tells the coordinator
    * (serial: the aggregator). */
   int (*ckpt_done)(void *ud, const ckpt_note *n);
   /* the pass under way: its start, and the process CPU time then */
   double t_pass, cpu_pass;
+  /* Round runs (strata/round.h; rounds_per_pass > 0): the coordinator's
+   * next step for this worker in pass `pass` (*msg strata_malloc'd, the
+   * caller frees it; *wait_s the time waited for it), and this worker's push
+   * going to the coordinator. Over MPI a receive and a send; in serial
+   * mode the in-process coordinator (scheduler/rounds.h). */
+  uint64_t rounds_per_pass;
+  int (*round_recv)(void *ud, int pass, void **msg, size_t *len, double *wait_s);
+  int (*round_send)(void *ud, const void *msg, size_t len);
+  void *round_ud;
 } strata__worker;
 
 /* The back-end of a mode (worker/modes.c); NULL when out of range. */
@@ -67,8 +77,12 @@ int strata__mode_check(const strata_engine_opts *o, const strata_app *app,
                        const strata_setup *setup, const strata_problem *p,
                        const strata_schedule *s);
 
-/* Runs every pass on a prepared worker. */
+/* Runs every pass on a prepared worker (a round run: strata__worker_rounds). */
 int strata__worker_loop(strata__worker *w);
+/* The pass loop of a round run: each pass, the coordinator's steps until
+ * the pass's last (apply, push), then block objectives, evaluation, the
+ * report and a checkpoint when one follows. */
+int strata__worker_rounds(strata__worker *w);
 /* Scores this worker's eval blocks against w->res, w->rot and w->global as
  * they are. */
 int strata__worker_score(strata__worker *w, int pass, double *partials);

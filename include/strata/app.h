@@ -123,6 +123,9 @@ typedef struct strata_setup {
                       or a whole number W: a clock spans W passes); 0 for a
                       sufficient-factor app, whose clock is a minibatch (so
                       always 0 in sfb) */
+  double tol;      /* --tol: the run may stop once the app's convergence measure
+                      (strata_app.tol, or a round app's own in schedule_round) is at
+                      most this; 0: it runs every pass */
 } strata_setup;
 
 /* One task as compute sees it. Rows of `rotating` outside [row_lo, row_hi)
@@ -176,6 +179,20 @@ typedef enum strata_reduce {
  * can run against parameter-server tables (--mode bsp|absp|ssp|essp|async):
  * every rotating block then needs the same row_bytes, a multiple of 4. */
 #define STRATA_APP_ADDITIVE 1u
+
+/* How the engine tells from a pass's objectives that a run has converged
+ * (--tol X): after pass k is summed, the measure is objective `objective`'s
+ * value (STRATA_TOL_VALUE: a duality gap, an L1 change), or its relative
+ * change over the pass, |f_k - f_{k-1}| / |f_k| (STRATA_TOL_REL_CHANGE: a
+ * training loss); once it is at most X, the run stops at the next verdict
+ * (strata_app.pass_control says when that is) with stop_reason
+ * "tolerance". `help` says what the measure is, for --help. */
+typedef enum strata_tol_kind { STRATA_TOL_NONE, STRATA_TOL_VALUE, STRATA_TOL_REL_CHANGE } strata_tol_kind;
+typedef struct strata_tol {
+  strata_tol_kind kind;
+  int objective;    /* index into objective_names */
+  const char *help; /* "the duality gap relative to the objective" */
+} strata_tol;
 
 /* Defaults of engine options that an app wants different from the
  * engine's; a zero or NULL field keeps the engine's default. The program
@@ -274,6 +291,10 @@ typedef struct strata_app {
    * nothing is exported. */
   void (*objectives)(const void *cfg, const strata_problem *prob, const double *partials,
                      double *values);
+  /* Optional: the convergence measure --tol compares (kind NONE: the app
+   * has none, and --tol is refused unless it is a round app, which stops
+   * itself from schedule_round). */
+  strata_tol tol;
   /* Optional: what the diverged message suggests ("try a smaller --lr"). */
   const char *diverged_hint;
   /* Optional: what a run too large for its hosts' memory should change
@@ -306,6 +327,13 @@ typedef struct strata_app {
    * runs in sfb, serial and the parameter-server modes (not scheduled with
    * more than one worker: every worker updates the same matrix). */
   const struct strata_sf_ops *sf;
+  /* Round apps (strata/round.h): the coordinator schedules every round from
+   * its state (schedule_round, pull) and the workers compute on their shards
+   * (push, apply). A run is a round run when this is set and load sets
+   * prob->rounds_per_pass (so one app may run either way, by an option);
+   * then compute and the rotating blocks are not used, and only serial and
+   * scheduled modes run it. NULL for every other app. */
+  const struct strata_round_ops *round;
   /* Coordinator, optional: write the final model (blocks hold final values).
    * An app whose parameters can turn non-finite without its objectives
    * showing it checks them here and refuses with STRATA_EDIVERGED. */

@@ -111,6 +111,12 @@ typedef struct strata_engine_opts {
   void *on_status_ud;
   const char *const *argv;
   int argc;
+  /* Round apps (strata/round.h): rounds in flight, >= 1 (0: 1). Round t is
+   * scheduled from the state after round t - round_depth. */
+  int round_depth;
+  /* > 0: stop once the app's convergence measure is at most tol
+   * (strata_app.tol; a round app's schedule_round); 0: never. */
+  double tol;
 } strata_engine_opts;
 
 /* Checks the mode's settings and fills its defaults: staleness < 0 means
@@ -185,7 +191,33 @@ typedef struct strata_pass_stats {
   double drift;             /* sfb: largest replica difference at the pass's end
                                (strata_worker_stats.drift); -1 elsewhere */
   uint32_t drift_rows;
+  int64_t rounds;           /* round runs: rounds pulled in the pass */
+  double round_latency_s;   /* round runs: their mean latency */
 } strata_pass_stats;
+
+/* Round runs (strata/round.h): what the coordinator measured of its rounds.
+ * A round's latency is the time from the coordinator sending its work to
+ * holding every partial of it (in serial mode: the apply and push it
+ * waited for); latency_hist counts them in buckets of 5% width: bucket b
+ * holds [1e-6 * 1.05^b, 1e-6 * 1.05^(b+1)) seconds, the last one
+ * everything longer. */
+#define STRATA_ROUND_HIST 400
+typedef struct strata_round_stats {
+  int64_t count;           /* rounds pulled */
+  int depth;               /* rounds in flight (--round-depth) */
+  int converged;           /* schedule_round ended the run */
+  double latency_sum_s, latency_max_s;
+  uint64_t latency_hist[STRATA_ROUND_HIST];
+  uint64_t bytes_out;      /* steps sent to the workers, all of them */
+  uint64_t bytes_in;       /* pushes received */
+  uint64_t ids_out;        /* variable ids sent, summed over workers */
+  double worker_compute_s; /* summed over rounds: the slowest worker's apply and push */
+  double worker_wait_s;    /* summed over rounds: the longest worker's wait for its step */
+} strata_round_stats;
+
+/* The median (q = 0.5) or another quantile of the round latencies, in
+ * seconds, from the histogram (each bucket's middle); NaN with no rounds. */
+STRATA_EXPORT double strata_round_latency_quantile(const strata_round_stats *s, double q);
 
 /* Everything a run measured; filled on the coordinator (rank 0). */
 typedef struct strata_run_result {
@@ -240,6 +272,13 @@ typedef struct strata_run_result {
   int checkpoint_last;
   uint64_t checkpoint_bytes;
   double checkpoint_s;
+  /* Why the run ended: "passes" (it ran every pass asked for), "tolerance"
+   * (it converged: --tol, or a round app's schedule_round), "diverged". On a
+   * stop before the last pass asked for, passes is the passes it ran. */
+  const char *stop_reason;
+  /* Round runs: rounds_per_pass > 0 and the rounds' figures. */
+  uint64_t rounds_per_pass;
+  strata_round_stats rounds;
 } strata_run_result;
 
 /*

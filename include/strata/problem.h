@@ -31,6 +31,13 @@ typedef struct strata_problem {
   strata_block *rotating; /* n_rotating entries, initial values */
   strata_block global;    /* len 0: none; else nrows rows of row_bytes, floats */
   uint64_t n_examples;    /* training examples processed per pass */
+  /* Round apps (strata/round.h; app->round): the rounds that make one pass,
+   * which makes this run a round run (0: the app's schedule and compute run
+   * as in every other mode), and the coordinator block: bytes that
+   * schedule_round and pull own and change (the model, priorities), no
+   * pointers, kept by checkpoints (len 0: none). */
+  uint64_t rounds_per_pass;
+  strata_block coord;
   void *priv;             /* coordinator-only app state (id maps, ...) */
   void (*priv_free)(void *priv); /* releases priv; called by strata_problem_close */
 } strata_problem;

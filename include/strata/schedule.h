@@ -33,7 +33,8 @@
 typedef struct strata_task {
   int32_t data;     /* data block id, 0..n_data-1 */
   int32_t resident; /* resident parameter block id, 0..n_resident-1 */
-  int32_t rotating; /* rotating parameter block id, 0..n_rotating-1 */
+  int32_t rotating; /* rotating parameter block id, 0..n_rotating-1; -1 in a
+                       schedule without rotating blocks (n_rotating 0) */
 } strata_task;
 
 typedef struct strata_schedule {
@@ -57,7 +58,8 @@ typedef struct strata_schedule {
   int finished;
 } strata_schedule;
 
-/* Prepares an empty schedule. 0, STRATA_EINVAL (a count < 1) or STRATA_ENOMEM. */
+/* Prepares an empty schedule. 0, STRATA_EINVAL (a count < 1; n_rotating may
+ * be 0: a round app's, strata/round.h) or STRATA_ENOMEM. */
 STRATA_EXPORT int strata_schedule_init(strata_schedule *s, int n_workers, int n_subepochs,
                                        int n_data, int n_resident, int n_rotating);
 /* Releases a schedule; safe on a zeroed one. */
@@ -106,6 +108,15 @@ STRATA_EXPORT int strata_schedule_diagonal(strata_schedule *s, int P, int B);
  * (P or C < 1, or P * C beyond an int) or STRATA_ENOMEM.
  */
 STRATA_EXPORT int strata_schedule_minibatches(strata_schedule *s, int P, int C);
+
+/*
+ * Shards (round apps, strata/round.h): one sub-epoch in which worker w runs
+ * the tasks (data block d, resident block d) of a contiguous run of blocks,
+ * d in [n w / P, n (w + 1) / P) (worker floor(d P / n)), and no rotating
+ * blocks. Produces a finished schedule. 0, STRATA_EINVAL (P < 1 or n < P)
+ * or STRATA_ENOMEM.
+ */
+STRATA_EXPORT int strata_schedule_shards(strata_schedule *s, int P, int n);
 
 /* Deals n ids (users, items, documents, words) to B blocks so that every
  * block carries about the same load (count[i] is id i's: ratings, tokens):
