@@ -53,7 +53,7 @@ static const strata_option disrupt_keys[] = {
     {"slot", 0, STRATA_OPT_INT, EOPT(eng.disrupt_slot_ms), NULL, "MS", 1, 3600000, NULL, NULL, NULL},
     {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
 
-#define N_ENGINE_OPTS 27
+#define N_ENGINE_OPTS 28
 /* Options that do not change what a run computes: a resume may change them. */
 #define R STRATA_OPT_RESUMABLE
 
@@ -143,6 +143,11 @@ static void engine_table_init(engine_table *t, const strata_app *app) {
        0.1, 1e6, NULL,
        "end the run when a worker makes no progress for this long (default: from the pass "
        "times seen, at least 5 s)", NULL},
+      {"watch-address", 0, STRATA_OPT_STRING | R, EOPT(eng.watch_address), NULL, "ADDR", 0, 0,
+       NULL,
+       "where rank 0 listens for the workers' liveness connections: an IPv4 address of its "
+       "host, or any (every interface); default 127.0.0.1 when every rank is on one host, else "
+       "its address on the workers' network", NULL},
       {"mem-limit", 0, STRATA_OPT_DOUBLE | R, EOPT(mem_limit_gb), "0", "GB", 0, 1e9, NULL,
        "refuse a run whose ranks on one host would need more memory than this (0: what each "
        "host has available, measured at the start)", NULL},

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <math.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -27,29 +29,29 @@
 #include "core/wait.h"
 #include "strata/core.h"
 
-#define MAGIC 0x7374726cu /* "strl" */
-#define MAX_ADDRS 8
+#define MAGIC STRATA__LIVE_MAGIC
+#define MAX_ADDRS STRATA__LIVE_MAX_ADDRS
+#define SECRET STRATA__LIVE_SECRET
 #define CONNECT_MS 1000
-#define HELLO_S 3.0 /* rank 0 waits this long at most for every worker's connection */
+#define HELLO_S STRATA__LIVE_HELLO_S
 #define LINGER_S 0.3 /* a rank that ends the run waits this long at most for the others to go */
+/* Rank 0 keeps at most PENDING_PER_WORKER * P + PENDING_EXTRA connections
+ * that have not proven themselves, and logs a refusal at most every
+ * REFUSED_LOG_S (the count in the line covers those in between). */
+#define PENDING_PER_WORKER 4
+#define PENDING_EXTRA 16
+#define REFUSED_LOG_S 5.0
 
-enum { M_HELLO = 1, M_BEAT, M_LOST, M_BYE };
+enum {
+  M_HELLO = STRATA__LIVE_HELLO,
+  M_BEAT = STRATA__LIVE_BEAT_MSG,
+  M_LOST = STRATA__LIVE_LOST,
+  M_BYE = STRATA__LIVE_BYE
+};
 
-typedef struct live_msg {
-  uint32_t magic, type;
-  int32_t worker, pass;
-  uint64_t steps;
-  int32_t waiting, pid;
-  double timeout; /* rank 0's beats: the stall timeout in force */
-  char host[64];  /* HELLO */
-} live_msg;
-
-/* Rank 0's address, sent to every worker over MPI. port 0: unwatched. */
-typedef struct live_addr {
-  int32_t port, n;
-  uint32_t addr[MAX_ADDRS]; /* IPv4, network order */
-  char host[64];
-} live_addr;
+typedef strata__live_msg live_msg;
+typedef strata__live_addr live_addr;
+typedef strata__live_where live_where;
 
 struct live;
 
@@ -60,7 +62,9 @@ typedef struct conn {
   ev_io io;
   unsigned char buf[sizeof(live_msg)];
   size_t have;
-  int worker;      /* rank 0: the worker it is (-1 until its HELLO); a worker: -1 */
+  int worker;      /* rank 0: the worker it is (-1 until its HELLO proves it); a worker: -1 */
+  double since;    /* rank 0: when it was accepted */
+  struct sockaddr_in peer; /* rank 0: who connected, for the log */
   double last_beat;
   int pass;
   uint64_t steps;
@@ -82,8 +86,11 @@ typedef struct live {
   ev_timer beat;
   ev_async wake;
   conn **by_worker; /* rank 0: P entries */
-  conn **pending;   /* rank 0: accepted, no HELLO yet */
-  int n_pending, cap_pending;
+  conn **conns;     /* rank 0: every connection accepted and not yet freed, oldest first */
+  int n_conns, cap_conns;
+  unsigned char secret[SECRET]; /* rank 0: what a HELLO must carry */
+  _Atomic int refused; /* rank 0: connections closed unproven */
+  double refused_logged; /* rank 0: when the last refusal was logged */
   conn *hub;        /* a worker: its connection to rank 0 */
   char host[64];
   _Atomic int stop; /* 1: leave (BYE), 2: abandon (LOST) */
@@ -122,6 +129,7 @@ static void send_msg(conn *c, uint32_t type, live *l) {
   m.waiting = atomic_load_explicit(&strata__waiting, memory_order_relaxed) > 0;
   m.pid = (int32_t)getpid();
   snprintf(m.host, sizeof m.host, "%s", l->host);
+  if (type == M_HELLO) memcpy(m.secret, l->secret, sizeof m.secret);
   if (l->rank == 0) {
     int progress_on;
     m.timeout = timeout_now(l, &progress_on);
@@ -217,29 +225,86 @@ static void close_conn(live *l, conn *c) {
   }
 }
 
-/* A message from the other end. */
+/* Whether a HELLO carries this run's secret. The secret travels in the
+ * clear: the watch is guarded against those who can reach its port but
+ * cannot read the job's traffic. Whoever can read the watch's traffic can
+ * read MPI's as well (Open MPI's TCP transport is not encrypted, and it
+ * carries the secret itself to every worker), so a challenge answered with
+ * a keyed hash (HMAC) would keep out no one that this lets in. The bytes
+ * are compared in a time that does not depend on them, so that how soon a
+ * guess is refused tells nothing of how much of it was right. */
+static int proves(const live *l, const live_msg *m) {
+  unsigned char d = 0;
+  for (size_t i = 0; i < SECRET; i++) d |= (unsigned char)(l->secret[i] ^ m->secret[i]);
+  return d == 0;
+}
+
+/* Rank 0 counts a connection it closes unproven, and says so at most once
+ * every REFUSED_LOG_S: whoever knocks cannot flood the log. */
+static void count_refused(live *l, const struct sockaddr_in *peer, const char *why) {
+  int n = atomic_fetch_add(&l->refused, 1) + 1;
+  double now = strata_now();
+  if (n > 1 && now - l->refused_logged < REFUSED_LOG_S) return;
+  l->refused_logged = now;
+  char ip[INET_ADDRSTRLEN] = "?";
+  inet_ntop(AF_INET, &peer->sin_addr, ip, sizeof ip);
+  strata_log(STRATA_LOG_WARN,
+             "the liveness watch refused a connection from %s port %d: %s (%d refused in all; "
+             "at most one such line every %.0f s)",
+             ip, ntohs(peer->sin_port), why, n, REFUSED_LOG_S);
+}
+
+/* The connection stays allocated, closed, until sweep: its reader may be
+ * on the stack. */
+static void refuse(live *l, conn *c, const char *why) {
+  count_refused(l, &c->peer, why);
+  close_conn(l, c);
+}
+
+/* Rank 0: the first message of a connection, which must be a HELLO that
+ * proves itself; anything else closes the connection, and nothing in it
+ * is acted on. */
+static void hello(live *l, conn *c, const live_msg *m, double now) {
+  char why[128];
+  if (m->magic != MAGIC)
+    snprintf(why, sizeof why, "not the watch's protocol (it began with 0x%08x)", (unsigned)m->magic);
+  else if (m->type != M_HELLO)
+    snprintf(why, sizeof why, "a message of type %u before any HELLO", (unsigned)m->type);
+  else if (!proves(l, m))
+    snprintf(why, sizeof why, "a HELLO without this run's secret");
+  else if (m->worker < 0 || m->worker >= l->P)
+    snprintf(why, sizeof why, "a HELLO for worker %d of a run of %d", (int)m->worker, l->P);
+  else if (l->by_worker[m->worker])
+    snprintf(why, sizeof why, "a HELLO for worker %d, which is connected already", (int)m->worker);
+  else {
+    c->worker = m->worker;
+    c->pid = m->pid;
+    snprintf(c->host, sizeof c->host, "%.*s", (int)sizeof m->host - 1, m->host);
+    l->by_worker[m->worker] = c;
+    atomic_fetch_add(&l->identified, 1);
+    c->last_beat = c->steps_at = now;
+    c->pass = m->pass;
+    c->steps = m->steps;
+    return;
+  }
+  refuse(l, c, why);
+}
+
+/* A message from the other end: on rank 0 from a worker its HELLO proved,
+ * on a worker from rank 0 (the connection it opened itself, to the address
+ * rank 0 sent it over MPI after binding it, so no one else can be at the
+ * other end). */
 static void take(live *l, conn *c, const live_msg *m) {
   double now = strata_now();
+  if (l->rank == 0 && c->worker < 0) {
+    hello(l, c, m, now);
+    return;
+  }
   if (m->magic != MAGIC) {
     close_conn(l, c); /* not one of ours */
     return;
   }
   switch (m->type) {
-    case M_HELLO:
-      if (l->rank != 0 || c->worker >= 0 || m->worker < 0 || m->worker >= l->P ||
-          l->by_worker[m->worker]) {
-        close_conn(l, c);
-        return;
-      }
-      c->worker = m->worker;
-      c->pid = m->pid;
-      snprintf(c->host, sizeof c->host, "%.*s", (int)sizeof m->host - 1, m->host);
-      l->by_worker[m->worker] = c;
-      atomic_fetch_add(&l->identified, 1);
-      c->last_beat = c->steps_at = now;
-      c->pass = m->pass;
-      c->steps = m->steps;
-      return;
     case M_BEAT:
       c->last_beat = now;
       /* Starting a pass is progress too: the steps before it may date from
@@ -258,7 +323,7 @@ static void take(live *l, conn *c, const live_msg *m) {
       /* The other end found the run lost and reported it. */
       end_run(l, NULL, 0, c, NULL);
       return;
-    default:
+    default: /* a second HELLO, or no message of ours */
       close_conn(l, c);
   }
 }
@@ -281,11 +346,17 @@ static void on_read(struct ev_loop *loop, ev_io *w, int revents) {
       continue;
     }
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+    if (l->rank == 0 && c->worker < 0) {
+      char why[96];
+      snprintf(why, sizeof why, "it closed after %zu bytes, before a whole HELLO (%zu bytes)",
+               c->have, sizeof(live_msg));
+      refuse(l, c, why);
+      return;
+    }
     /* Closed. Deliberately (BYE), or by the death of its process. */
-    int known = l->rank == 0 ? c->worker >= 0 : 1;
     int bye = c->bye;
     close_conn(l, c);
-    if (!known || bye) return;
+    if (bye) return;
     if (l->rank == 0)
       lost_worker(l, c, "its connection closed: it was killed, crashed or ran out of memory");
     else
@@ -308,29 +379,74 @@ static conn *new_conn(live *l, int fd) {
   return c;
 }
 
+/* Rank 0: frees the connections closed unproven. Only from the accept
+ * and beat callbacks, where no reader of a connection is on the stack. */
+static void sweep(live *l) {
+  int k = 0;
+  for (int i = 0; i < l->n_conns; i++) {
+    conn *c = l->conns[i];
+    if (c->fd < 0 && c->worker < 0)
+      strata_free(c);
+    else
+      l->conns[k++] = c;
+  }
+  l->n_conns = k;
+}
+
+static int n_unproven(const live *l) {
+  int n = 0;
+  for (int i = 0; i < l->n_conns; i++) n += l->conns[i]->fd >= 0 && l->conns[i]->worker < 0;
+  return n;
+}
+
 static void on_accept(struct ev_loop *loop, ev_io *w, int revents) {
-  (void)loop, (void)revents;
+  (void)revents;
   live *l = w->data;
+  int cap = PENDING_PER_WORKER * l->P + PENDING_EXTRA;
   for (;;) {
-    int fd = accept(l->listen_fd, NULL, NULL);
+    struct sockaddr_in peer;
+    socklen_t len = sizeof peer;
+    memset(&peer, 0, sizeof peer);
+    int fd = accept(l->listen_fd, (struct sockaddr *)&peer, &len);
     if (fd < 0) return;
+    if (atomic_load(&l->identified) == l->P) {
+      /* Every worker is in, and none connects twice. */
+      count_refused(l, &peer, "every worker had connected already");
+      close(fd);
+      continue;
+    }
     set_nonblock(fd);
-    if (l->n_pending == l->cap_pending) {
-      int cap = l->cap_pending ? 2 * l->cap_pending : 8;
-      conn **v = strata_realloc(l->pending, (size_t)cap * sizeof *v);
+    sweep(l);
+    /* The oldest unproven connection makes room: a worker sends its HELLO
+     * as it connects, and it is read below as soon as it is accepted, so
+     * only a connection that lingers silent is pushed out. */
+    if (n_unproven(l) >= cap) {
+      for (int i = 0; i < l->n_conns; i++)
+        if (l->conns[i]->fd >= 0 && l->conns[i]->worker < 0) {
+          refuse(l, l->conns[i], "too many connections were waiting for their HELLO");
+          break;
+        }
+      sweep(l);
+    }
+    if (l->n_conns == l->cap_conns) {
+      int n = l->cap_conns ? 2 * l->cap_conns : 8;
+      conn **v = strata_realloc(l->conns, (size_t)n * sizeof *v);
       if (!v) {
         close(fd);
         continue;
       }
-      l->pending = v;
-      l->cap_pending = cap;
+      l->conns = v;
+      l->cap_conns = n;
     }
     conn *c = new_conn(l, fd);
     if (!c) {
       close(fd);
       continue;
     }
-    l->pending[l->n_pending++] = c;
+    c->since = strata_now();
+    c->peer = peer;
+    l->conns[l->n_conns++] = c;
+    on_read(loop, &c->io, EV_READ);
   }
 }
 
@@ -383,6 +499,15 @@ static void on_beat(struct ev_loop *loop, ev_timer *w, int revents) {
   if (l->rank == 0) {
     for (int i = 0; i < l->P; i++) send_msg(l->by_worker[i], M_BEAT, l);
     check_workers(l, now);
+    for (int i = 0; i < l->n_conns; i++) {
+      conn *c = l->conns[i];
+      if (c->fd >= 0 && c->worker < 0 && now - c->since > HELLO_S) {
+        char why[64];
+        snprintf(why, sizeof why, "no HELLO within %.0f s", HELLO_S);
+        refuse(l, c, why);
+      }
+    }
+    sweep(l);
   } else if (l->hub && l->hub->fd >= 0) {
     send_msg(l->hub, M_BEAT, l);
     double T = l->hub->timeout > 0 ? l->hub->timeout : STRATA__LIVE_FLOOR;
@@ -420,12 +545,12 @@ static void *watch_main(void *arg) {
   return NULL;
 }
 
-/* Every connection rank 0 accepted is in `pending`, identified or not. */
+/* Every connection rank 0 accepted and did not free is in `conns`. */
 static void free_live(live *l) {
   if (!l) return;
-  for (int i = 0; i < l->n_pending; i++) {
-    if (l->pending[i]->fd >= 0) close(l->pending[i]->fd);
-    strata_free(l->pending[i]);
+  for (int i = 0; i < l->n_conns; i++) {
+    if (l->conns[i]->fd >= 0) close(l->conns[i]->fd);
+    strata_free(l->conns[i]);
   }
   if (l->hub) {
     if (l->hub->fd >= 0) close(l->hub->fd);
@@ -434,40 +559,132 @@ static void free_live(live *l) {
   if (l->listen_fd >= 0) close(l->listen_fd);
   if (l->loop) ev_loop_destroy(l->loop);
   pthread_mutex_destroy(&l->mu);
-  strata_free(l->pending);
+  strata_free(l->conns);
   strata_free(l->by_worker);
   strata_free(l);
 }
 
-/* Rank 0: a listening socket on every interface, and the addresses a
- * worker may reach it at (its own loopback when on the same host). */
-static int hub_listen(live *l, live_addr *a) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
+/* This host's non-loopback IPv4 addresses and their netmasks (network
+ * order), at most max. */
+static int own_addrs(uint32_t *addr, uint32_t *mask, int max) {
+  int n = 0;
+  struct ifaddrs *ifs = NULL;
+  if (getifaddrs(&ifs) != 0) return 0;
+  for (struct ifaddrs *i = ifs; i && n < max; i = i->ifa_next) {
+    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
+    uint32_t ip = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
+    if (ntohl(ip) >> 24 == 127) continue;
+    addr[n] = ip;
+    mask[n] = i->ifa_netmask ? ((struct sockaddr_in *)i->ifa_netmask)->sin_addr.s_addr : 0xffffffffu;
+    n++;
+  }
+  freeifaddrs(ifs);
+  return n;
+}
+
+/* Rank 0: where to listen, from --watch-address or else from where the
+ * workers are (wh[P]): 127.0.0.1 when every one is on this host, so that
+ * no other host can reach the port at all; else this host's address on a
+ * network that every worker on another host also has an address on (by
+ * the interface's netmask), and failing that (routed networks) the address
+ * this host's name resolves to, if it is one of its own. The networks come
+ * first because a host's name often resolves to a loopback address
+ * (Debian's 127.0.1.1) or to an interface the cluster does not use, and
+ * they need no name service, which may be slow or absent. 0 with *ip
+ * (network order) or *any set; -1 with the reason in why. */
+static int choose_address(const live *l, const live_where *wh, uint32_t *ip, int *any, char *why,
+                          size_t n) {
+  *any = 0;
+  const char *want = l->conf.address;
+  if (want) {
+    struct in_addr in;
+    if (strcmp(want, "any") == 0) {
+      *any = 1;
+      return 0;
+    }
+    if (inet_pton(AF_INET, want, &in) != 1) {
+      snprintf(why, n, "--watch-address is not an IPv4 address");
+      return -1;
+    }
+    *ip = in.s_addr;
+    return 0;
+  }
+  int remote = 0;
+  for (int w = 0; w < l->P; w++) remote += strncmp(wh[w].host, l->host, sizeof wh[w].host) != 0;
+  if (!remote) {
+    *ip = htonl(INADDR_LOOPBACK);
+    return 0;
+  }
+  uint32_t mine[MAX_ADDRS], mask[MAX_ADDRS];
+  int k = own_addrs(mine, mask, MAX_ADDRS);
+  for (int i = 0; i < k; i++) {
+    int all = 1;
+    for (int w = 0; w < l->P && all; w++) {
+      if (strncmp(wh[w].host, l->host, sizeof wh[w].host) == 0) continue;
+      int on = 0;
+      for (int j = 0; j < wh[w].n && j < MAX_ADDRS; j++)
+        on |= (wh[w].addr[j] & mask[i]) == (mine[i] & mask[i]);
+      all = on;
+    }
+    if (all) {
+      *ip = mine[i];
+      return 0;
+    }
+  }
+  struct addrinfo hints, *res = NULL;
+  memset(&hints, 0, sizeof hints);
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  if (getaddrinfo(l->host, NULL, &hints, &res) == 0) {
+    for (struct addrinfo *r = res; r; r = r->ai_next) {
+      uint32_t a = ((struct sockaddr_in *)r->ai_addr)->sin_addr.s_addr;
+      for (int i = 0; i < k; i++)
+        if (a == mine[i]) {
+          *ip = a;
+          freeaddrinfo(res);
+          return 0;
+        }
+    }
+    freeaddrinfo(res);
+  }
+  snprintf(why, n,
+           "no address of host %s is on a network of the workers on other hosts, and its name "
+           "resolves to none of its own: give --watch-address",
+           l->host);
+  return -1;
+}
+
+/* Rank 0: listens on ip (network order), or on every interface, and fills
+ * what a worker tries: that address, or (every interface) rank 0's
+ * non-loopback addresses, after loopback for a worker on its host. -1
+ * with errno. */
+static int hub_listen(live *l, live_addr *a, uint32_t ip, int any) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   struct sockaddr_in sa;
   memset(&sa, 0, sizeof sa);
   sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_ANY);
+  sa.sin_addr.s_addr = any ? htonl(INADDR_ANY) : ip;
   socklen_t len = sizeof sa;
   if (bind(fd, (struct sockaddr *)&sa, sizeof sa) || listen(fd, 64) ||
       getsockname(fd, (struct sockaddr *)&sa, &len)) {
+    int e = errno;
     close(fd);
+    errno = e;
     return -1;
   }
   set_nonblock(fd);
   l->listen_fd = fd;
   a->port = ntohs(sa.sin_port);
-  struct ifaddrs *ifs = NULL;
-  if (getifaddrs(&ifs) == 0) {
-    for (struct ifaddrs *i = ifs; i && a->n < MAX_ADDRS; i = i->ifa_next) {
-      if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
-      uint32_t ip = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
-      if (ntohl(ip) >> 24 == 127) continue;
-      a->addr[a->n++] = ip;
-    }
-    freeifaddrs(ifs);
+  a->any = any;
+  if (any) {
+    uint32_t mask[MAX_ADDRS];
+    a->n = own_addrs(a->addr, mask, MAX_ADDRS);
+  } else {
+    a->addr[0] = ip;
+    a->n = 1;
   }
   snprintf(a->host, sizeof a->host, "%s", l->host);
   return 0;
@@ -475,7 +692,7 @@ static int hub_listen(live *l, live_addr *a) {
 
 /* A worker: connects to rank 0 at one of its addresses. */
 static int connect_to(uint32_t ip, int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
   set_nonblock(fd);
   struct sockaddr_in sa;
@@ -499,8 +716,11 @@ static int connect_to(uint32_t ip, int port) {
   return fd;
 }
 
+/* Only the addresses rank 0 sent: loopback only where it listens on every
+ * interface, since where it listens on one address, another process could
+ * listen on loopback at the same port and pose as rank 0. */
 static int worker_connect(live *l, const live_addr *a) {
-  if (strcmp(a->host, l->host) == 0) {
+  if (a->any && strncmp(a->host, l->host, sizeof a->host) == 0) {
     int fd = connect_to(htonl(INADDR_LOOPBACK), a->port);
     if (fd >= 0) return fd;
   }
@@ -509,6 +729,88 @@ static int worker_connect(live *l, const live_addr *a) {
     if (fd >= 0) return fd;
   }
   return -1;
+}
+
+/* The run's secret, from the kernel's random source. */
+static int make_secret(unsigned char *out, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = getrandom(out + got, n - got, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    got += (size_t)r;
+  }
+  return 0;
+}
+
+int strata__live_check_address(const char *addr) {
+  struct in_addr in;
+  if (!addr || strcmp(addr, "any") == 0 || inet_pton(AF_INET, addr, &in) == 1) return 0;
+  char q[STRATA_QUOTE_SIZE];
+  return strata_err_set(STRATA_EUSAGE,
+                        "--watch-address '%s': not an IPv4 address (as 10.0.0.5) or any",
+                        strata_quote(q, sizeof q, addr, strlen(addr)));
+}
+
+/* Rank 0: hears where every worker runs, picks its address, makes the
+ * secret, listens, and tells every worker (port 0: no watch; rank 0 says
+ * why). Returns the transport's error, or 0. */
+static int hub_start(live *l, strata_transport *t, int tag, int ok, live_addr *a) {
+  live_where *wh = strata_calloc((size_t)l->P, sizeof *wh);
+  strata_req *rq = strata_calloc((size_t)l->P + 1, sizeof *rq);
+  if (!wh || !rq) {
+    strata_free(wh);
+    strata_free(rq);
+    return strata_err_set(STRATA_ENOMEM, "out of memory");
+  }
+  int rc = 0;
+  for (int w = 1; w < t->size && !rc; w++)
+    rc = t->irecv(t->impl, &wh[w - 1], sizeof *wh, w, tag, &rq[w - 1]);
+  if (!rc) rc = strata_comm_wait_all_idle(t, rq, l->P);
+  char why[512] = "";
+  uint32_t ip = 0;
+  int any = 0;
+  if (!rc && ok) {
+    if (make_secret(l->secret, sizeof l->secret)) {
+      snprintf(why, sizeof why, "no random bytes for its secret: %s", strerror(errno));
+    } else if (choose_address(l, wh, &ip, &any, why, sizeof why) == 0 &&
+               hub_listen(l, a, ip, any) != 0) {
+      char ipt[INET_ADDRSTRLEN] = "?";
+      inet_ntop(AF_INET, &ip, ipt, sizeof ipt);
+      snprintf(why, sizeof why, "cannot listen on %s: %s", any ? "every interface" : ipt,
+               strerror(errno));
+    }
+    if (why[0]) {
+      memset(a, 0, sizeof *a);
+      strata_log(STRATA_LOG_WARN, "the liveness watch is off: %s; a lost rank will not be noticed",
+                 why);
+    } else {
+      memcpy(a->secret, l->secret, sizeof a->secret);
+      char ipt[INET_ADDRSTRLEN] = "?";
+      inet_ntop(AF_INET, &ip, ipt, sizeof ipt);
+      strata_log(STRATA_LOG_DEBUG, "the liveness watch listens on %s port %d",
+                 any ? "every interface" : ipt, a->port);
+    }
+  }
+  for (int w = 1; w < t->size && !rc; w++) rc = t->isend(t->impl, a, sizeof *a, w, tag, &rq[w - 1]);
+  if (!rc) rc = strata_comm_wait_all_idle(t, rq, l->P);
+  strata_free(rq);
+  strata_free(wh);
+  return rc;
+}
+
+/* A worker: tells rank 0 where it runs, hears where to connect. */
+static int worker_start(live *l, strata_transport *t, int tag, live_addr *a) {
+  live_where me;
+  memset(&me, 0, sizeof me);
+  snprintf(me.host, sizeof me.host, "%s", l->host);
+  uint32_t mask[MAX_ADDRS];
+  me.n = own_addrs(me.addr, mask, MAX_ADDRS);
+  strata_req rq[2] = {{0}, {0}};
+  int rc = t->isend(t->impl, &me, sizeof me, 0, tag, &rq[0]);
+  if (!rc) rc = t->irecv(t->impl, a, sizeof *a, 0, tag, &rq[1]);
+  if (!rc) rc = strata_comm_wait_all_idle(t, rq, 2);
+  return rc;
 }
 
 int strata__live_start(strata_transport *t, int tag, const strata__live_conf *conf) {
@@ -526,28 +828,26 @@ int strata__live_start(strata_transport *t, int tag, const strata__live_conf *co
   int rc = 0, ok = (l->loop = ev_loop_new(EVFLAG_AUTO)) != NULL;
   if (l->rank == 0) {
     l->by_worker = strata_calloc((size_t)l->P + 1, sizeof *l->by_worker);
-    ok = ok && l->by_worker && hub_listen(l, &a) == 0;
-    if (!ok) a.port = 0;
-    strata_req *rq = strata_calloc((size_t)l->P + 1, sizeof *rq);
-    if (!rq) rc = strata_err_set(STRATA_ENOMEM, "out of memory");
-    for (int w = 1; w < t->size && !rc; w++) rc = t->isend(t->impl, &a, sizeof a, w, tag, &rq[w - 1]);
-    if (!rc) rc = strata_comm_wait_all_idle(t, rq, l->P);
-    strata_free(rq);
+    ok = ok && l->by_worker;
+    rc = hub_start(l, t, tag, ok, &a);
+    ok = ok && a.port;
     if (ok) {
       ev_io_init(&l->accept_io, on_accept, l->listen_fd, EV_READ);
       l->accept_io.data = l;
       ev_io_start(l->loop, &l->accept_io);
     }
   } else {
-    strata_req rq = {0};
-    rc = t->irecv(t->impl, &a, sizeof a, 0, tag, &rq);
-    if (!rc) rc = strata_comm_wait_idle(t, &rq);
+    rc = worker_start(l, t, tag, &a);
+    memcpy(l->secret, a.secret, sizeof l->secret);
     int fd = !rc && ok && a.port ? worker_connect(l, &a) : -1;
-    if (fd < 0 && !rc && a.port)
+    if (fd < 0 && !rc && a.port) {
+      char ipt[INET_ADDRSTRLEN] = "?";
+      if (a.n > 0) inet_ntop(AF_INET, &a.addr[0], ipt, sizeof ipt);
       strata_log(STRATA_LOG_WARN,
-                 "worker %d: cannot reach the coordinator's watch on %s port %d: a lost rank "
-                 "will not be noticed",
-                 l->rank - 1, a.host, a.port);
+                 "worker %d: cannot reach the coordinator's watch on %s (%s%s) port %d: a lost "
+                 "rank will not be noticed",
+                 l->rank - 1, a.host, a.any ? "every interface, as " : "", ipt, a.port);
+    }
     ok = ok && fd >= 0 && (l->hub = new_conn(l, fd)) != NULL;
     if (ok) {
       l->hub->timeout = conf->stall_timeout > 0 ? conf->stall_timeout : STRATA__LIVE_FLOOR;
@@ -610,4 +910,9 @@ void strata__live_checkpoint(const char *dir, int passes) {
   snprintf(l->ckpt_dir, sizeof l->ckpt_dir, "%s", dir);
   l->ckpt_passes = passes;
   pthread_mutex_unlock(&l->mu);
+}
+
+int strata__live_refused(void) {
+  live *l = g_live;
+  return l ? atomic_load(&l->refused) : 0;
 }

@@ -4,9 +4,11 @@
  * worker gets at set-up. scheduler/ speaks one side, worker/ the other;
  * neither includes the other.
  *
- * First, coordinator -> each worker: TAG_LIVE, the address of its watch
- * (comm/live.h), before any loading; each worker -> coordinator: TAG_HOST,
- * its host's name and memory available (64 bytes of name, a uint64).
+ * First, the watch (comm/live.h), before any loading: each worker ->
+ * coordinator TAG_LIVE, its host and addresses; coordinator -> each worker
+ * TAG_LIVE, the address of its watch and the run's secret. Then each
+ * worker -> coordinator: TAG_HOST, its host's name and memory available
+ * (64 bytes of name, a uint64).
  * Set-up, coordinator -> each worker, in this order:
  *   TAG_HEADER  struct setup_header (status != 0: run failed, stop quietly)
  *   TAG_META    meta bytes (if meta_len > 0)
@@ -110,7 +112,7 @@ enum {
   TAG_ABORT = 18,     /* the coordinator calls the run off: int32 code */
   TAG_DONE = 19,      /* a worker is through with the run (empty) */
   TAG_CKPT = 20,      /* a worker's part of a checkpoint is on disk: ckpt_note */
-  TAG_LIVE = 21,      /* rank 0's watch address (comm/live.h), the run's first message */
+  TAG_LIVE = 21,      /* the watch's set-up (comm/live.h), the run's first messages */
   TAG_HOST = 22,      /* a worker's host and its memory available (scheduler/memory.h) */
   TAG_ROUND = 23,     /* round runs: the coordinator's step to a worker (core/round.h) */
   TAG_PUSH = 24,      /* round runs: a worker's partials of a round (core/round.h) */

@@ -226,6 +226,7 @@ static int fill(FILE *f, void *ud) {
   strata_json_number(&j, "coordinator_wall_s", r->coordinator_wall_s);
   strata_json_number(&j, "coordinator_train_cpu_s", r->coordinator_train_cpu_s);
   strata_json_number(&j, "coordinator_cpu_frac", r->wall_s > 0 ? r->coordinator_train_cpu_s / r->wall_s : 0);
+  if (r->mode != STRATA_MODE_SERIAL) strata_json_int(&j, "watch_refused", r->watch_refused);
   if (o && o->resume_dir) {
     /* per_pass[0..passes) and the totals came from the checkpoint, as
      * the run that wrote it measured them. */

@@ -72,7 +72,8 @@ int strata_engine_run(const strata_app *app, void *cfg, const strata_engine_opts
   if (!serial) {
     /* Every rank watches for a lost one from the start (comm/live.h). */
     strata__live_conf lc = {.passes = opts->passes, .stall_timeout = opts->stall_timeout,
-                            .on_lost = opts->on_lost, .ud = opts->on_lost_ud};
+                            .address = opts->watch_address, .on_lost = opts->on_lost,
+                            .ud = opts->on_lost_ud};
     int rc = strata__live_start(t, TAG_LIVE, &lc);
     if (rc) {
       result->peers_blocked = 1;
@@ -109,6 +110,7 @@ int strata_engine_run(const strata_app *app, void *cfg, const strata_engine_opts
   } else {
     rc = serial ? strata__serial_run(&run, result) : strata__coordinator_run(&run, t, result);
   }
+  if (!serial) result->watch_refused = strata__live_refused();
   /* Without the workers through, no verdict follows: the run is over. */
   if (!serial && !result->workers_done && !result->peers_blocked) strata__live_stop();
   result->coordinator_cpu_s = strata_cpu_seconds() - cpu0;

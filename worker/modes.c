@@ -3,6 +3,7 @@
  * file defining a strata__backend and one line here (besides its value in
  * strata_mode and its name in core/modes.c).
  */
+#include "comm/live.h"
 #include "strata/core.h"
 #include "strata/round.h"
 #include "worker/backend.h"
@@ -108,5 +109,7 @@ void strata_engine_setup(const strata_app *app, const strata_engine_opts *o, int
 int strata_engine_resolve(strata_engine_opts *o, int s_given, int wpc_given, int pf_given) {
   const strata__backend *b = strata__backend_of(o->mode);
   if (!b) return strata_err_set(STRATA_EUSAGE, "unknown mode %d", (int)o->mode);
+  int rc = strata__live_check_address(o->watch_address);
+  if (rc) return rc;
   return b->resolve(o, s_given, wpc_given, pf_given);
 }

@@ -87,6 +87,14 @@ typedef struct strata_engine_opts {
   double stall_timeout;
   void (*on_lost)(void *ud, const char *msg, int report);
   void *on_lost_ud;
+  /* Where the coordinator listens for the workers' connections of the
+   * watch (docs/failure.md, "Threat model"): NULL picks 127.0.0.1 when
+   * every rank runs on its host, else its address on the workers' network;
+   * "any" listens on every interface; else an IPv4 address of the
+   * coordinator's host ("10.0.0.5"). strata_engine_resolve refuses any
+   * other text. A connection must first prove it knows a secret made for
+   * the run, which only the job's ranks learn (over MPI). */
+  const char *watch_address;
   /* Memory before work: after loading, the coordinator estimates what every
    * rank will hold (blocks and the engine's copies of them) and refuses,
    * before anything is shipped, a run whose ranks on one host need more
@@ -123,7 +131,7 @@ typedef struct strata_engine_opts {
  * "not given"; wpc is given by the flag wpc_given, and otherwise, when > 0,
  * is the app's default for the modes that take one (bsp: always 1). bsp
  * takes neither flag, absp only --wpc, async no staleness, scheduled and
- * serial none of them. STRATA_EUSAGE + message. */
+ * serial none of them. Also checks watch_address. STRATA_EUSAGE + message. */
 STRATA_EXPORT int strata_engine_resolve(strata_engine_opts *o, int staleness_given,
                                         int wpc_given, int prefetch_given);
 
@@ -279,6 +287,11 @@ typedef struct strata_run_result {
   /* Round runs: rounds_per_pass > 0 and the rounds' figures. */
   uint64_t rounds_per_pass;
   strata_round_stats rounds;
+  /* Rank 0 of a run over MPI: the connections to its watch it closed
+   * because they did not prove themselves workers of this run, until
+   * strata_engine_run returned (each is also logged, at most one line
+   * every few seconds). */
+  int watch_refused;
 } strata_run_result;
 
 /*
