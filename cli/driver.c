@@ -179,10 +179,11 @@ static void log_print(void *ud, strata_log_level level, const char *msg) {
 
 static void usage_app(FILE *f, const strata__driver *d, const strata_app *app,
                       const strata_optgroup *g, int ng) {
-  fprintf(f, "Usage: mpirun -np P+1 %s [options]\n       %s --mode serial [options]\n\n%s\n",
-          d->prog, d->prog, app->summary);
+  fprintf(f, "Usage: mpirun -np P+1 %s [options]\n       %s --mode serial [options]\n\n", d->prog,
+          d->prog);
+  if (app->summary) fprintf(f, "%s\n", app->summary);
   strata_options_help(f, g, ng);
-  fprintf(f, "\nExamples:\n%s", app->examples);
+  if (app->examples) fprintf(f, "\nExamples:\n%s", app->examples);
 }
 
 void strata_print_summary(const strata_run_result *r) {

@@ -142,6 +142,7 @@ typedef struct setup_header {
   uint64_t n_examples;
   block_desc global; /* len 0: no global block; else TAG_GLOBAL follows the bundle */
   uint64_t rounds_per_pass; /* > 0: a round run (strata/round.h) */
+  uint64_t bell_id; /* != 0: every rank's doorbell (comm/bell.h) is named by it */
 } setup_header;
 
 typedef struct pass_report {

@@ -295,6 +295,17 @@ int strata_options_parse(const strata_optgroup *groups, int n_groups, int argc, 
     }
     if (!value) {
       if (i + 1 >= argc) return strata_err_set(STRATA_EUSAGE, "--%s needs a value", o->name);
+      /* The next word is a flag, not this one's value: "--trace --passes 2"
+       * forgot the value (a value that starts with "--", or that is one of
+       * the short flags, goes as --NAME=VALUE). A negative number is a
+       * value. */
+      const char *next = argv[i + 1];
+      const strata_optgroup *ng;
+      const strata_option *no;
+      if ((next[0] == '-' && next[1] == '-' && next[2]) ||
+          (next[0] == '-' && next[1] && !next[2] && find(groups, n_groups, NULL, 0, next[1], &ng, &no)))
+        return strata_err_set(STRATA_EUSAGE, "--%s needs a value, but '%s' follows it (give it as --%s=VALUE if that is the value)",
+                              o->name, quoted(q, next), o->name);
       value = argv[++i];
     }
     char who[64];
@@ -379,7 +390,7 @@ void strata_options_help(FILE *f, const strata_optgroup *groups, int n_groups) {
         snprintf(lhs, sizeof lhs, "-%c, --%s%s%s", o->short_name, o->name, *mv ? " " : "", mv);
       else
         snprintf(lhs, sizeof lhs, "    --%s%s%s", o->name, *mv ? " " : "", mv);
-      fprintf(f, "  %-30s %s", lhs, o->help);
+      fprintf(f, "  %-30s %s", lhs, o->help ? o->help : "");
       describe(f, o);
       fputc('\n', f);
     }

@@ -4,6 +4,7 @@
 #include <ev.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include "core/wait.h"
 #include "strata/core.h"
@@ -16,6 +17,7 @@ typedef struct waiter {
   int rc;
   ev_timer timer;
   ev_signal sigint, sigterm;
+  ev_io wake;
 } waiter;
 
 /* One loop per thread, made at its first wait and kept: the waits of the
@@ -61,6 +63,21 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents) {
   if (wt->rc || done || !arm(loop, wt, progressed)) ev_break(loop, EVBREAK_ONE);
 }
 
+/* The doorbell rang: empty it and poll now; a message that rang may take
+ * a second call of the progress engine to complete, so poll again while
+ * the calls make progress (a few times at most). */
+static void on_wake(struct ev_loop *loop, ev_io *w, int revents) {
+  (void)revents;
+  waiter *wt = w->data;
+  char buf[64];
+  while (recv(w->fd, buf, sizeof buf, MSG_DONTWAIT) > 0) {
+  }
+  int done = 0, progressed = 1;
+  for (int i = 0; i < 4 && !done && !wt->rc && (progressed || i < 2); i++)
+    wt->rc = wt->poll(wt->ctx, &done, &progressed);
+  if (wt->rc || done || !arm(loop, wt, 0)) ev_break(loop, EVBREAK_ONE);
+}
+
 static void on_signal(struct ev_loop *loop, ev_signal *w, int revents) {
   (void)revents;
   waiter *wt = w->data;
@@ -88,7 +105,12 @@ static int wait_loop(strata__poll_fn poll, void *ctx, const strata__wait_conf *c
   if (conf->until > 0 && strata_now() >= conf->until) return 0;
   struct ev_loop *loop = loop_for(conf->signals);
   if (!loop) return strata_err_set(STRATA_ECOMM, "cannot create an event loop");
-  waiter wt = {.poll = poll, .ctx = ctx, .conf = conf, .interval = STRATA__WAIT_MIN / 2};
+  /* With a doorbell the timer is only the fallback: it sleeps the whole
+   * ceiling from the start. */
+  waiter wt = {.poll = poll,
+               .ctx = ctx,
+               .conf = conf,
+               .interval = conf->wake_fd > 0 ? conf->ceiling : STRATA__WAIT_MIN / 2};
   ev_init(&wt.timer, on_timer);
   wt.timer.data = &wt;
   if (conf->signals) {
@@ -99,8 +121,14 @@ static int wait_loop(strata__poll_fn poll, void *ctx, const strata__wait_conf *c
     ev_signal_start(loop, &wt.sigint);
     ev_signal_start(loop, &wt.sigterm);
   }
+  if (conf->wake_fd > 0) {
+    ev_io_init(&wt.wake, on_wake, conf->wake_fd, EV_READ);
+    wt.wake.data = &wt;
+    ev_io_start(loop, &wt.wake);
+  }
   if (arm(loop, &wt, 0)) ev_run(loop, 0);
   ev_timer_stop(loop, &wt.timer);
+  if (conf->wake_fd > 0) ev_io_stop(loop, &wt.wake);
   if (conf->signals) {
     ev_signal_stop(loop, &wt.sigint);
     ev_signal_stop(loop, &wt.sigterm);

@@ -28,6 +28,9 @@
 /* A round run's steps and pushes (strata/round.h): the round trip is the
  * run's critical path, so its waits poll at least this often. */
 #define STRATA__WAIT_ROUND 50e-6
+/* ... and with a doorbell (comm/bell.h), which wakes it at once, the timer
+ * is only the fallback. */
+#define STRATA__WAIT_BELL 2e-3
 
 /* Polls once: 0 or a negative code; *done = 1 ends the wait; *progressed = 1
  * when something moved (the next sleep is the shortest again). */
@@ -39,6 +42,10 @@ typedef struct strata__wait_conf {
   int signals;     /* 1: SIGINT and SIGTERM end the wait with STRATA_EINTR (the
                       coordinator's waits; the main thread only) */
   const char *who; /* names the waiter in the interrupt message */
+  int wake_fd;     /* > 0: a descriptor (a doorbell, comm/bell.h) whose becoming
+                      readable ends the current sleep: it is emptied and poll runs
+                      at once, and again while it makes progress (a message may
+                      take two calls of the progress engine to complete) */
 } strata__wait_conf;
 
 /* Polls at once, then on the back-off timer until poll says done, the

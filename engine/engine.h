@@ -21,4 +21,13 @@ int strata__metrics_render(FILE *f, const strata_run_result *r, int done, const 
                            int argc, int describe, void (*extra)(strata_json *j, void *ud),
                            void *ud);
 
+/* Refuses (STRATA_EINVAL, naming it) an app whose objective, control,
+ * unit or describe keys would collide with the engine's keys in the
+ * metrics JSON, or with each other. prob: the loaded problem, for describe
+ * (NULL: its keys are not checked). */
+int strata__metrics_check_keys(const strata_app *app, const void *cfg, const strata_problem *prob);
+/* The engine's keys: at the top level (per_pass 0) or in each per_pass
+ * entry; NULL-terminated. */
+const char *const *strata__metrics_keys(int per_pass);
+
 #endif

@@ -8,6 +8,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "core/jsonr.h"
 #include "engine/engine.h"
 #include "strata/core.h"
 #include "strata/engine.h"
@@ -112,6 +113,99 @@ static void write_stats(strata_json *j, const strata_worker_stats *s) {
 static void write_worker(strata_json *j, const strata_worker_stats *s, int sfb) {
   write_stats(j, s);
   if (sfb) write_sfb_stats(j, s);
+}
+
+/* The engine's own keys of the metrics JSON: at the top level (the
+ * status server's extras included) and in each per_pass entry. An app's
+ * objective, control and describe keys must be none of them (and must
+ * differ from each other): strata__metrics_check_keys refuses a run
+ * before any work otherwise. test_engine renders a summary with every
+ * section on and checks that these lists cover every key it holds. */
+static const char *const top_keys[] = {
+    "app", "mode", "workers", "strata", "depth", "passes", "stop_reason", "consistency", "sfb",
+    "straggler_ms", "straggler_spin", "disrupt", "examples", "load_s", "setup_s", "wall_s",
+    "time_per_pass_s", "updates_per_s", "mean_pass_s", "window_pass_s", "coordinator_cpu_s",
+    "coordinator_wall_s", "coordinator_train_cpu_s", "coordinator_cpu_frac", "watch_refused",
+    "resumed", "checkpoints", "rounds", "clock_diff", "factor_delay", "per_pass", "workers_total",
+    "build", "machine", "argv", "status", "settings", NULL};
+static const char *const pass_keys[] = {
+    "pass", "time_s", "compute_s", "wait_s", "eval_s", "bytes_sent", "bytes_recv", "view",
+    "clock_diff", "drift", "drift_rows", "factor_delay", "workers", "rounds", "round_latency_us",
+    NULL};
+
+const char *const *strata__metrics_keys(int per_pass) { return per_pass ? pass_keys : top_keys; }
+
+static int listed(const char *const *list, const char *key) {
+  for (; *list; list++)
+    if (!strcmp(*list, key)) return 1;
+  return 0;
+}
+
+/* Refuses `key` (what: "objective", ...) when it is an engine key or one
+ * the app has used already (seen[0..n)). */
+static int check_key(const strata_app *app, const char *what, const char *key, int per_pass,
+                     const char **seen, int n) {
+  if (!key || !*key)
+    return strata_err_set(STRATA_EINVAL, "%s: a %s has no name", app->name, what);
+  if (listed(top_keys, key) || (per_pass && listed(pass_keys, key)))
+    return strata_err_set(STRATA_EINVAL,
+                          "%s: the %s name '%s' is one of the engine's keys in the metrics JSON "
+                          "(--metrics-out): rename it",
+                          app->name, what, key);
+  for (int i = 0; i < n; i++)
+    if (!strcmp(seen[i], key))
+      return strata_err_set(STRATA_EINVAL, "%s: the %s name '%s' is used twice in the metrics JSON",
+                            app->name, what, key);
+  return 0;
+}
+
+int strata__metrics_check_keys(const strata_app *app, const void *cfg, const strata_problem *prob) {
+  /* Objectives are written at the top level and in each pass, controls in
+   * each pass, the unit's rate and describe's keys at the top level. */
+  const char *top[STRATA_MAX_OBJECTIVES + 1], *pass[STRATA_MAX_OBJECTIVES + STRATA_MAX_CONTROLS];
+  int nt = 0, np = 0, rc = 0;
+  char unit[80];
+  for (int i = 0; i < app->n_objectives && !rc; i++) {
+    rc = check_key(app, "objective", app->objective_names[i], 1, pass, np);
+    top[nt++] = pass[np++] = app->objective_names[i];
+  }
+  for (int i = 0; i < app->n_controls && !rc; i++) {
+    rc = check_key(app, "control", app->control_names[i], 1, pass, np);
+    pass[np++] = app->control_names[i];
+  }
+  if (!rc && app->unit) {
+    snprintf(unit, sizeof unit, "%s_per_s", app->unit);
+    rc = check_key(app, "unit", unit, 0, top, nt);
+    top[nt++] = unit;
+  }
+  if (rc || !app->describe || !prob) return rc;
+  /* describe's keys: written once into memory and read back. */
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (!f) return strata_err_set(STRATA_ENOMEM, "out of memory checking the metrics keys");
+  strata_json j;
+  strata_json_init(&j, f);
+  strata_json_object_begin(&j, NULL);
+  app->describe(cfg, prob, &j);
+  strata_json_object_end(&j);
+  fclose(f);
+  strata__json_doc *doc = NULL;
+  rc = strata__json_parse(text, len, &doc);
+  if (rc)
+    rc = strata_err_set(STRATA_EINVAL, "%s: describe wrote no JSON object of members: %s",
+                        app->name, strata_err_msg());
+  const strata__jv *root = doc ? strata__json_root(doc) : NULL;
+  for (const strata__jv *m = root ? root->child : NULL; m && !rc; m = m->next) {
+    rc = check_key(app, "describe", m->key, 0, top, nt);
+    for (const strata__jv *o = m->next; o && !rc; o = o->next)
+      if (!strcmp(o->key, m->key))
+        rc = strata_err_set(STRATA_EINVAL, "%s: describe writes the key '%s' twice", app->name,
+                            m->key);
+  }
+  strata__json_free(doc);
+  free(text);
+  return rc;
 }
 
 double strata_round_latency_quantile(const strata_round_stats *s, double q) {

@@ -94,7 +94,8 @@ int strata_engine_run(const strata_app *app, void *cfg, const strata_engine_opts
                      .opts = opts,
                      .all_rotating = strata__mode_all_rotating(opts->mode),
                      .lag = strata__mode_control_lag(opts),
-                     .check = strata__mode_check};
+                     .check = strata__mode_check,
+                     .check_keys = strata__metrics_check_keys};
   strata_engine_setup(app, opts, P, -1, &run.setup);
   double cpu0 = strata_cpu_seconds(), wall0 = strata_now();
   int rc = check_run(app, opts, serial);

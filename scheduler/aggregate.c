@@ -12,6 +12,23 @@
 
 static int decide(strata__agg *c, int k);
 
+/* What objectives and pass_control see of the problem, the same in every
+ * mode: the coordinator's side (meta, priv, a round app's coordinator
+ * block, the counts of examples and rounds), none of the data or
+ * parameter blocks, which are the workers' (in serial mode too, where the
+ * one worker computes on them in place). */
+static strata_problem coord_view(const strata_problem *p) {
+  strata_problem v;
+  memset(&v, 0, sizeof v);
+  v.meta = p->meta;
+  v.meta_len = p->meta_len;
+  v.n_examples = p->n_examples;
+  v.priv = p->priv;
+  v.rounds_per_pass = p->rounds_per_pass;
+  v.coord = p->coord;
+  return v;
+}
+
 /* The app's convergence measure after pass pi (strata_app.tol; NaN when it
  * has none or cannot tell yet). */
 static double tol_measure(const strata__agg *c, int pi) {
@@ -46,7 +63,8 @@ static int check_finite(strata__agg *c, int pass, const double *values) {
     clean[i] = b ? 1.0 : c->partials[i];
   }
   if (!bad) return 1;
-  app->objectives(c->cfg, c->prob, clean, cv);
+  strata_problem view = coord_view(c->prob);
+  app->objectives(c->cfg, &view, clean, cv);
   char names[160] = "";
   size_t used = 0;
   for (int i = 0; i < app->n_objectives && used < sizeof names; i++)
@@ -142,14 +160,15 @@ int strata__agg_report(void *ud, const pass_report *rep) {
 
   c->reports_in = 0;
   strata__live_pass_time(ps->time_s);
-  c->app->objectives(c->cfg, c->prob, c->partials, ps->objectives);
+  strata_problem view = coord_view(c->prob);
+  c->app->objectives(c->cfg, &view, c->partials, ps->objectives);
   int finite = c->diverged_pass || check_finite(c, pi, ps->objectives);
   /* A pass that ended inside a clock (--wpc > 1) had no consistent model
    * to score: its partials are incomplete, so it reports none. */
   if (c->unscored)
     for (int i = 0; i < c->app->n_objectives; i++) ps->objectives[i] = 0.0 / 0.0;
   c->unscored = 0;
-  if (ps->has_view) c->app->objectives(c->cfg, c->prob, c->view_partials, ps->view_objectives);
+  if (ps->has_view) c->app->objectives(c->cfg, &view, c->view_partials, ps->view_objectives);
   strata_partials_init(c->app, c->view_partials);
   memcpy(c->obj_hist + (size_t)pi * STRATA_MAX_OBJECTIVES, ps->objectives, sizeof ps->objectives);
   /* The verdict on pass pi + L: a stop once a pass diverged (the workers
@@ -276,7 +295,8 @@ static int decide(strata__agg *c, int k) {
   v->last = !v->stop && c->stop_reason && k == c->run_passes - 1;
   if (!v->stop && c->app->pass_control) {
     int known = k - c->lag + 1;
-    c->app->pass_control(c->cfg, c->prob, k, c->obj_hist, known > 0 ? known : 0, k ? c->ctl[k - 1].ctl : NULL,
+    strata_problem view = coord_view(c->prob);
+    c->app->pass_control(c->cfg, &view, k, c->obj_hist, known > 0 ? known : 0, k ? c->ctl[k - 1].ctl : NULL,
                          v->ctl);
   }
   c->n_decided = k + 1;

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "comm/bell.h"
 #include "core/wait.h"
 #include "scheduler/aggregate.h"
 #include "scheduler/ckpt.h"
@@ -166,11 +167,19 @@ static int wait_all(coord *c, strata_req *reqs, int n) {
   return strata__wait(poll_coord, &cw, &wc);
 }
 
-/* The same at the rounds' ceiling: a round run's steps are its critical
- * path. */
+/* A round run's waits (its steps are its critical path): woken by the
+ * doorbell when the ranks have one, else polling at the rounds' ceiling. */
+static strata__wait_conf round_conf(void) {
+  int fd = strata__bell_fd();
+  return (strata__wait_conf){.ceiling = fd > 0 ? STRATA__WAIT_BELL : STRATA__WAIT_ROUND,
+                             .signals = 1,
+                             .who = "coordinator",
+                             .wake_fd = fd > 0 ? fd : 0};
+}
+
 static int wait_round(coord *c, strata_req *reqs, int n) {
   coord_wait cw = {c, reqs, n, 0};
-  strata__wait_conf wc = {.ceiling = STRATA__WAIT_ROUND, .signals = 1, .who = "coordinator"};
+  strata__wait_conf wc = round_conf();
   return strata__wait(poll_coord, &cw, &wc);
 }
 
@@ -220,12 +229,14 @@ static void fail_run(coord *c, int rc) {
   if (!call_off(c, rc)) c->res->peers_blocked = 0;
 }
 
-/* Sends one verdict to every worker. */
+/* Sends one verdict to every worker (ringing its doorbell, if it has one). */
 static int publish(void *ud, const pass_control *v) {
   coord *c = ud;
   int rc = 0;
-  for (int w = 0; w < c->setup.workers && !rc; w++)
+  for (int w = 0; w < c->setup.workers && !rc; w++) {
     rc = send_all(c->t, &c->ctl_sends, v, sizeof *v, w + 1, TAG_CONTROL);
+    strata__bell_ring(w + 1);
+  }
   return rc;
 }
 
@@ -372,6 +383,7 @@ int strata__coordinator_load(const strata__run *run, strata_problem *prob, strat
   coord *c = &cc;
   int rc = run->check ? run->check(run->opts, run->app, &run->setup, NULL, NULL) : 0;
   if (!rc) rc = load_checked(c);
+  if (!rc && run->check_keys) rc = run->check_keys(run->app, run->cfg, &c->prob);
   *prob = c->prob;
   *sched = c->sched;
   return rc;
@@ -450,16 +462,25 @@ static int round_pass(coord *c, strata__rounds *R, int pass, reqset *sends) {
       /* The step's buffers are reused for the next one: its sends must be
        * done first (an eager send of a small step is done at once). */
       sends->n = 0;
-      for (int w = 0; w < P && !rc; w++)
+      for (int w = 0; w < P && !rc; w++) {
         rc = send_all(t, sends, R->msg[w].buf, R->msg[w].len, w + 1, TAG_ROUND);
+        strata__bell_ring(w + 1);
+      }
       if (!rc) rc = wait_round(c, sends->r, sends->n);
       if (rc) return rc;
       continue;
     }
     push_wait pw = {c, R, R->awaited};
-    strata__wait_conf wc = {.ceiling = STRATA__WAIT_ROUND, .signals = 1, .who = "coordinator"};
+    strata__wait_conf wc = round_conf();
     if ((rc = strata__wait(poll_pushes, &pw, &wc))) return rc;
   }
+}
+
+/* Whether every rank runs on rank 0's host. */
+static int one_host(const host_info *hosts, int P) {
+  for (int w = 1; w <= P; w++)
+    if (strncmp(hosts[w].name, hosts[0].name, sizeof hosts[0].name)) return 0;
+  return 1;
 }
 
 static int run_coordinator(coord *c, strata_transport *t) {
@@ -481,6 +502,12 @@ static int run_coordinator(coord *c, strata_transport *t) {
   if (!rc) rc = strata__coordinator_load(c->run, &c->prob, &c->sched);
   if (!rc) rc = strata__ckpt_loaded(&c->ck, &c->prob, &c->sched, &c->agg);
   if (!rc) rc = check_memory(c, hosts);
+  /* A round run on one host: every rank gets a doorbell (comm/bell.h). */
+  uint64_t bell_id = 0;
+  if (!rc && c->prob.rounds_per_pass && one_host(hosts, P)) {
+    bell_id = strata__bell_new_id();
+    if (strata__bell_open(bell_id, 0) < 0) bell_id = 0;
+  }
   strata_free(hosts);
   if (!rc) rc = strata_schedule_pack(&c->sched, &sched_buf, &sched_len);
   if (rc) {
@@ -515,6 +542,7 @@ static int run_coordinator(coord *c, strata_transport *t) {
   h.n_examples = p->n_examples;
   h.global = (block_desc){p->global.len, p->global.nrows, p->global.row_bytes};
   h.rounds_per_pass = p->rounds_per_pass;
+  h.bell_id = bell_id;
   size_t nd = (size_t)p->n_data, ndesc = nd * (h.has_eval ? 2 : 1) + (size_t)p->n_resident +
                                          (size_t)p->n_rotating;
   desc = strata_malloc(ndesc * sizeof *desc);
@@ -560,7 +588,7 @@ static int run_coordinator(coord *c, strata_transport *t) {
     c->rx.n = 0;
     for (int w = 0; w < P && !rc; w++)
       rc = t->irecv(t->impl, &reps[w], sizeof reps[w], w + 1, TAG_REPORT, reqset_next(&c->rx));
-    if (!rc) rc = wait_all(c, c->rx.r, c->rx.n);
+    if (!rc) rc = p->rounds_per_pass ? wait_round(c, c->rx.r, c->rx.n) : wait_all(c, c->rx.r, c->rx.n);
     for (int w = 0; w < P && !rc; w++) rc = strata__agg_report(&c->agg, &reps[w]);
   }
   /* Every verdict has been taken: a worker takes each before its pass. */
@@ -606,6 +634,7 @@ done:
     if (R.app) strata__rounds_close(&R);
     strata_free(steps.r);
   }
+  strata__bell_close();
   return rc;
 }
 

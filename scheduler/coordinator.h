@@ -24,6 +24,9 @@ typedef struct strata__run {
   int (*check)(const strata_engine_opts *o, const strata_app *app, const strata_setup *setup,
                const strata_problem *p, const strata_schedule *s);
   const strata__view *view; /* NULL: nobody follows the run */
+  /* After loading: refuses an app whose keys would collide in the metrics
+   * (the engine's strata__metrics_check_keys); NULL: none. */
+  int (*check_keys)(const strata_app *app, const void *cfg, const strata_problem *p);
 } strata__run;
 
 /* Loads the problem and its schedule, checked (also serial mode's load). */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "comm/bell.h"
 #include "comm/watch.h"
 #include "core/wait.h"
 #include "strata/core.h"
@@ -27,6 +28,7 @@ static int send_ckpt_note(void *ud, const ckpt_note *n) {
   strata__worker *w = &((mpi_worker *)ud)->w;
   strata_req rq = {0};
   int rc = w->t->isend(w->t->impl, n, sizeof *n, 0, TAG_CKPT, &rq);
+  strata__bell_ring(0);
   if (!rc) rc = strata_comm_wait(w->t, &rq);
   return rc;
 }
@@ -36,9 +38,20 @@ static int send_report(void *ud, const pass_report *rep) {
   strata_req rq = {0};
   /* Reports are small and go out eagerly; waiting here costs nothing. */
   int rc = w->t->isend(w->t->impl, rep, sizeof *rep, 0, TAG_REPORT, &rq);
+  strata__bell_ring(0);
   if (!rc) rc = strata_comm_wait(w->t, &rq);
   return rc;
 }
+
+/* A round run's waits: woken by the doorbell when this rank has one, else
+ * polling at the rounds' ceiling. */
+static strata__wait_conf round_conf(void) {
+  int fd = strata__bell_fd();
+  return (strata__wait_conf){.ceiling = fd > 0 ? STRATA__WAIT_BELL : STRATA__WAIT_ROUND,
+                             .wake_fd = fd > 0 ? fd : 0};
+}
+
+static int test_one(void *ctx, int *done, int *progressed);
 
 /* The coordinator's verdict on a pass, waited for without spinning (or,
  * with w->waiting, while doing what the loop must keep doing). */
@@ -47,7 +60,13 @@ static int mpi_control(void *ud, int pass, pass_control *out) {
   strata_req rq = {0};
   int rc = w->t->irecv(w->t->impl, out, sizeof *out, 0, TAG_CONTROL, &rq);
   if (rc) return rc;
-  if (!w->waiting) {
+  if (w->rounds_per_pass) {
+    /* A round run's verdict follows its pass at once: its wait is the
+     * rounds'. */
+    void *ctx[2] = {w->t, &rq};
+    strata__wait_conf wc = round_conf();
+    rc = strata__wait(test_one, ctx, &wc);
+  } else if (!w->waiting) {
     rc = strata_comm_wait_idle(w->t, &rq);
   } else {
     strata__wait_enter();
@@ -90,7 +109,7 @@ static int mpi_round_recv(void *ud, int pass, void **msg, size_t *len, double *w
   (void)pass;
   round_wait c = {w->t, NULL, 0, w->me};
   double t0 = strata_now();
-  strata__wait_conf wc = {.ceiling = STRATA__WAIT_ROUND};
+  strata__wait_conf wc = round_conf();
   int rc = strata__wait(poll_step, &c, &wc);
   *wait_s = strata_now() - t0;
   if (rc) {
@@ -102,12 +121,11 @@ static int mpi_round_recv(void *ud, int pass, void **msg, size_t *len, double *w
   return 0;
 }
 
-static int test_one(void *ctx, int *done, int *progressed);
-
 static int mpi_round_send(void *ud, const void *msg, size_t len) {
   strata__worker *w = &((mpi_worker *)ud)->w;
   strata_req rq = {0};
   int rc = w->t->isend(w->t->impl, msg, len, 0, TAG_PUSH, &rq);
+  strata__bell_ring(0);
   void *ctx[2] = {w->t, &rq};
   strata__wait_conf wc = {.ceiling = STRATA__WAIT_ROUND};
   if (!rc) rc = strata__wait(test_one, ctx, &wc);
@@ -178,6 +196,8 @@ static int receive_setup(strata__worker *w, setup_header *h) {
   w->has_eval = h->has_eval;
   w->start_pass = h->start_pass;
   w->rounds_per_pass = h->rounds_per_pass;
+  /* A round run on one host: this rank's doorbell (comm/bell.h). */
+  if (h->rounds_per_pass && h->bell_id) strata__bell_open(h->bell_id, w->me + 1);
   if (h->rounds_per_pass && !w->app->round)
     return strata_err_set(STRATA_ECOMM, "worker %d: a round run of an app without rounds", w->me);
   if (h->start_pass < 0 || h->start_pass > w->setup.passes)
@@ -380,6 +400,7 @@ int strata__worker_main(const strata_app *app, void *cfg, const strata_engine_op
   /* The notice may have come as this worker finished: then it answers. */
   if (!rc) rc = strata__watch_finish(m.watch);
   if (rc) rc = settle(&m, rc);
+  strata__bell_close();
   if (w->blocked) {
     *own_failure = 1;
     return rc;

@@ -283,7 +283,11 @@ typedef struct strata_app {
                          const strata_block *b, double *partials);
 
   /* Coordinator: objective values from the partials combined over workers.
-   * A value may be NaN where it is not defined (no test set). After every
+   * A value may be NaN where it is not defined (no test set). prob is the
+   * coordinator's side of the loaded problem, the same in every mode: meta,
+   * priv, a round app's coordinator block, n_examples and rounds_per_pass;
+   * its data and parameter blocks are NULL (they are the workers', in
+   * serial mode too). After every
    * pass the engine checks the combined partials: one that is NaN, or
    * infinite other than a MAX or MIN partial still at its identity, ends
    * the run as diverged (STRATA_EDIVERGED, exit code 3 from the CLI) on
@@ -304,17 +308,28 @@ typedef struct strata_app {
   /* Optional per-pass control values (a step size, say) derived from the
    * objectives of earlier passes, identical on every worker and in every
    * mode. pass_control runs on the coordinator and fills ctl[0..n_controls)
-   * for pass `pass` (0-based) from the loaded problem (prob: what load kept
-   * in prob->priv, such as a scale derived from the data), the objectives
-   * of passes 0..known-1
-   * (objectives[q * STRATA_MAX_OBJECTIVES + i]) and the previous pass's
-   * values (prev; NULL for pass 0). The engine decides pass k's values once
-   * pass k - L is summed (known = k - L + 1; 0 for k < L), with a lag L of 2
-   * passes (parameter-server modes with staleness s: 2 plus the passes s
-   * clocks span), so workers never wait for them in the normal course: a
-   * worker starting pass k waits only until pass k - L is summed. compute
-   * reads them as tv->control; the metrics record them per pass under
-   * control_names. */
+   * for pass `pass` (0-based) from the coordinator's side of the loaded
+   * problem (prob, as objectives sees it: what load kept in prob->priv,
+   * such as a scale derived from the data, and a round app's coordinator
+   * block; never the parameter blocks, in any mode), the objectives of
+   * passes 0..known-1 (objectives[q * STRATA_MAX_OBJECTIVES + i]) and the
+   * previous pass's values (prev; NULL for pass 0). The engine decides pass
+   * k's values once pass k - L is summed (known = k - L + 1; 0 for k < L),
+   * L passes late so that workers never wait for them in the normal
+   * course (a worker starting pass k waits only until pass k - L is
+   * summed). The lag L by mode:
+   *   round runs (strata/round.h)     1: the coordinator sums every pass
+   *                                   before the next one's first round,
+   *                                   so pass k sees passes 0..k-1
+   *   scheduled, serial                2: the ring runs on into pass k
+   *                                   while pass k - 1 is summed (serial
+   *                                   keeps the same lag, so that it
+   *                                   computes what the ring computes)
+   *   bsp, absp, async                 2
+   *   ssp, essp with staleness s       2 plus the passes s clocks span
+   *   sfb with staleness s             2 + s
+   * compute reads them as tv->control; the metrics record them per pass
+   * under control_names. */
   int n_controls;
   const char *const *control_names;
   void (*pass_control)(const void *cfg, const strata_problem *prob, int pass,

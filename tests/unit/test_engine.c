@@ -28,6 +28,8 @@
 #include "strata/engine.h"
 #include "strata/apps/mf.h"
 #include "strata/options.h"
+#include "core/jsonr.h"
+#include "engine/engine.h"
 #include "scheduler/aggregate.h"
 
 #define SYNTH "synth:users=300,items=200,ratings=20000,rank=5,noise=0.1,seed=3"
@@ -806,8 +808,128 @@ static void test_aggregate_reduces_workers(void **state) {
   strata_run_result_close(&r);
 }
 
+/* ---- the metrics' keys ------------------------------------------------ */
+
+static const char *const key_objs[] = {"o1", "o2"};
+static const char *const key_ctls[] = {"c1"};
+
+static void key_objectives(const void *cfg, const strata_problem *p, const double *in, double *out) {
+  (void)cfg, (void)p, (void)in;
+  out[0] = out[1] = 1;
+}
+
+static void key_describe(const void *cfg, const strata_problem *p, strata_json *j) {
+  (void)p;
+  const char *name = cfg;
+  strata_json_int(j, name ? name : "size", 7);
+  strata_json_string(j, "kind", "fake");
+}
+
+static void key_extra(strata_json *j, void *ud) {
+  (void)ud;
+  strata_json_object_begin(j, "status");
+  strata_json_object_end(j);
+  strata_json_object_begin(j, "settings");
+  strata_json_object_end(j);
+}
+
+static int in_list(const char *const *l, const char *k) {
+  for (; *l; l++)
+    if (!strcmp(*l, k)) return 1;
+  return 0;
+}
+
+/* Every key of a summary with every section on is the engine's (listed in
+ * strata__metrics_keys) or the app's: the lists that guard against
+ * collisions cannot drift from what the writer writes. */
+static void render_and_check(strata_mode mode) {
+  strata_app app = {.name = "fake", .unit = "things", .n_objectives = 2,
+                    .objective_names = key_objs, .n_controls = 1, .control_names = key_ctls,
+                    .objectives = key_objectives, .describe = key_describe};
+  strata_engine_opts o = {.mode = mode, .passes = 2, .staleness = 1, .wpc = 1, .straggler_ms = 5,
+                          .disrupt_prob = 0.5, .disrupt_slot_ms = 10, .resume_dir = "r",
+                          .checkpoint_dir = "c", .checkpoint_every = 1, .peers = 1};
+  strata_run_result r;
+  memset(&r, 0, sizeof r);
+  r.app = &app;
+  r.opts = &o;
+  r.mode = mode;
+  r.workers = 2;
+  r.passes = 2;
+  r.stop_reason = "passes";
+  r.rounds_per_pass = 3;
+  r.per_pass = strata_calloc(2, sizeof *r.per_pass);
+  r.per_pass_worker = strata_calloc(4, sizeof *r.per_pass_worker);
+  r.worker_total = strata_calloc(2, sizeof *r.worker_total);
+  assert_non_null(r.per_pass);
+  for (int i = 0; i < 4; i++) r.per_pass_worker[i].reads = 1;
+  for (int i = 0; i < 2; i++) r.worker_total[i].reads = 1;
+  r.per_pass[0].has_view = 1;
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  assert_non_null(f);
+  assert_int_equal(strata__metrics_render(f, &r, 2, NULL, 0, 1, key_extra, NULL), 0);
+  fclose(f);
+  strata__json_doc *doc;
+  assert_int_equal(strata__json_parse(text, len, &doc), 0);
+  const char *const app_top[] = {"o1", "o2", "things_per_s", "size", "kind", NULL};
+  const char *const app_pass[] = {"o1", "o2", "c1", NULL};
+  for (const strata__jv *m = strata__json_root(doc)->child; m; m = m->next) {
+    if (!in_list(strata__metrics_keys(0), m->key) && !in_list(app_top, m->key))
+      fail_msg("top-level key '%s' (mode %s) is in no list", m->key, strata_mode_name(mode));
+    if (strcmp(m->key, "per_pass")) continue;
+    for (const strata__jv *p = m->child; p; p = p->next)
+      for (const strata__jv *k = p->child; k; k = k->next)
+        if (!in_list(strata__metrics_keys(1), k->key) && !in_list(app_pass, k->key))
+          fail_msg("per-pass key '%s' (mode %s) is in no list", k->key, strata_mode_name(mode));
+  }
+  strata__json_free(doc);
+  free(text);
+  strata_free(r.per_pass);
+  strata_free(r.per_pass_worker);
+  strata_free(r.worker_total);
+}
+
+static void test_metrics_keys(void **state) {
+  (void)state;
+  render_and_check(STRATA_MODE_SSP);
+  render_and_check(STRATA_MODE_SFB);
+  render_and_check(STRATA_MODE_SCHEDULED);
+  /* Collisions are refused before any work. */
+  strata_app app = {.name = "fake", .unit = "things", .n_objectives = 2,
+                    .objective_names = key_objs, .n_controls = 1, .control_names = key_ctls,
+                    .describe = key_describe};
+  strata_problem p;
+  memset(&p, 0, sizeof p);
+  assert_int_equal(strata__metrics_check_keys(&app, NULL, &p), 0);
+  assert_int_equal(strata__metrics_check_keys(&app, "passes", &p), STRATA_EINVAL);
+  assert_non_null(strstr(strata_err_msg(), "'passes'"));
+  assert_int_equal(strata__metrics_check_keys(&app, "o2", &p), STRATA_EINVAL);
+  assert_int_equal(strata__metrics_check_keys(&app, "kind", &p), STRATA_EINVAL);
+  const char *const bad_obj[] = {"o1", "wall_s"};
+  app.objective_names = bad_obj;
+  assert_int_equal(strata__metrics_check_keys(&app, NULL, NULL), STRATA_EINVAL);
+  const char *const dup_obj[] = {"o1", "o1"};
+  app.objective_names = dup_obj;
+  assert_int_equal(strata__metrics_check_keys(&app, NULL, NULL), STRATA_EINVAL);
+  const char *const bad_ctl[] = {"time_s"};
+  app.objective_names = key_objs;
+  app.control_names = bad_ctl;
+  assert_int_equal(strata__metrics_check_keys(&app, NULL, NULL), STRATA_EINVAL);
+  app.control_names = key_ctls;
+  app.unit = "wall"; /* wall_per_s is free */
+  assert_int_equal(strata__metrics_check_keys(&app, NULL, NULL), 0);
+  /* The bundled apps pass. */
+  strata_mf_config cfg;
+  default_cfg(&cfg);
+  assert_int_equal(strata__metrics_check_keys(&strata_app_mf, &cfg, NULL), 0);
+  strata_err_clear();
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_metrics_keys, setup, teardown),
       cmocka_unit_test_setup_teardown(test_serial_run_converges, setup, teardown),
       cmocka_unit_test_setup_teardown(test_ps_mode_needs_transport, setup, teardown),
       cmocka_unit_test_setup_teardown(test_identical_runs_are_bit_identical, setup, teardown),
