@@ -353,6 +353,19 @@ static int load_checked(coord *c) {
       c->sched.n_resident != c->prob.n_resident || c->sched.n_rotating != c->prob.n_rotating)
     return strata_err_set(STRATA_ESCHED, "%s: schedule does not match the problem's blocks",
                           c->app->name);
+  /* A worker with no task only waits: say so, once. */
+  for (int w = 0; w < c->sched.n_workers; w++) {
+    int n = 0, k;
+    for (int s = 0; s < c->sched.n_subepochs; s++) {
+      strata_schedule_tasks(&c->sched, s, w, &k);
+      n += k;
+    }
+    if (!n)
+      strata_log(STRATA_LOG_WARN,
+                 "%s: the schedule gives worker %d no task: it will only wait (fewer workers, or "
+                 "more blocks, would use it)",
+                 c->app->name, w);
+  }
   for (int i = 0; i < c->prob.n_rotating; i++) {
     const strata_block *b = &c->prob.rotating[i];
     if ((size_t)b->nrows * b->row_bytes != b->len)
