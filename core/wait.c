@@ -18,6 +18,9 @@ typedef struct waiter {
   ev_timer timer;
   ev_signal sigint, sigterm;
   ev_io wake;
+  int finished; /* the wait is over: a watcher pending in the same loop
+                   iteration must not poll again (it would take a second
+                   message, or lose the first) */
 } waiter;
 
 /* One loop per thread, made at its first wait and kept: the waits of the
@@ -55,12 +58,19 @@ static int arm(struct ev_loop *loop, waiter *wt, int progressed) {
   return 1;
 }
 
+/* Ends the wait: no watcher polls after this. */
+static void finish(struct ev_loop *loop, waiter *wt) {
+  wt->finished = 1;
+  ev_break(loop, EVBREAK_ONE);
+}
+
 static void on_timer(struct ev_loop *loop, ev_timer *w, int revents) {
   (void)revents;
   waiter *wt = w->data;
+  if (wt->finished) return;
   int done = 0, progressed = 0;
   wt->rc = wt->poll(wt->ctx, &done, &progressed);
-  if (wt->rc || done || !arm(loop, wt, progressed)) ev_break(loop, EVBREAK_ONE);
+  if (wt->rc || done || !arm(loop, wt, progressed)) finish(loop, wt);
 }
 
 /* The doorbell rang: empty it and poll now; a message that rang may take
@@ -72,18 +82,20 @@ static void on_wake(struct ev_loop *loop, ev_io *w, int revents) {
   char buf[64];
   while (recv(w->fd, buf, sizeof buf, MSG_DONTWAIT) > 0) {
   }
+  if (wt->finished) return;
   int done = 0, progressed = 1;
   for (int i = 0; i < 4 && !done && !wt->rc && (progressed || i < 2); i++)
     wt->rc = wt->poll(wt->ctx, &done, &progressed);
-  if (wt->rc || done || !arm(loop, wt, 0)) ev_break(loop, EVBREAK_ONE);
+  if (wt->rc || done || !arm(loop, wt, 0)) finish(loop, wt);
 }
 
 static void on_signal(struct ev_loop *loop, ev_signal *w, int revents) {
   (void)revents;
   waiter *wt = w->data;
+  if (wt->finished) return;
   wt->rc = strata_err_set(STRATA_EINTR, "%s: interrupted by signal %d",
                           wt->conf->who ? wt->conf->who : "strata", w->signum);
-  ev_break(loop, EVBREAK_ONE);
+  finish(loop, wt);
 }
 
 _Atomic uint64_t strata__steps;

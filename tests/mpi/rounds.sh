@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# rounds.sh: round runs (strata/round.h) through mpiexec.
+#
+#  - examples/gcd (greedy coordinate descent) with 6 shards: serial and 1, 2
+#    and 3 workers export the same coefficients bit for bit, at
+#    --round-depth 1 and 3 (the engine calls the app in one order whatever
+#    the timing, and pull sees partials by data block);
+#  - --tol stops the run with stop_reason "tolerance" before --passes, and
+#    the metrics count the rounds and their latencies;
+#  - a run checkpointed after 8 passes and resumed to 16 ends with a straight
+#    run's coefficients;
+#  - tests/apps/gsprobe (the Gauss-Southwell block rule) at depth 1 makes the
+#    choices of a direct computation, serial and with 2 workers;
+#  - a round run refuses a parameter-server mode, and a callback that fails
+#    on the coordinator or on a worker ends every rank with one message and
+#    exit code 1.
+. "$(dirname "$0")/common.sh"
+: "${STRATA_GSPROBE:?STRATA_GSPROBE must be set}"
+GCD="$STRATA_EXAMPLES/gcd"
+
+# gcd NAME WORKERS ARGS...: WORKERS 0 is serial.
+gcd() {
+  local name=$1 workers=$2
+  shift 2
+  local cmd=("$GCD" -B 6 --rows 600 --cols 24 -q --model-out "$name" --metrics-out "$name.json" "$@")
+  if [ "$workers" = 0 ]; then
+    timeout "$RUN_LIMIT" "${cmd[@]}" --mode serial >"$name.log" 2>&1
+  else
+    mpi $((workers + 1)) "${cmd[@]}" >"$name.log" 2>&1
+  fi
+  local rc=$?
+  [ "$rc" = 0 ] || show_log "$name.log"
+  expect_rc 0 "$rc" "gcd $name ($workers workers, $*)"
+}
+
+for d in 1 3; do
+  gcd serial_d$d 0 --passes 30 --round-depth $d
+  for w in 1 2 3; do
+    gcd p${w}_d$d "$w" --passes 30 --round-depth $d
+    cmp -s serial_d$d/coef.txt p${w}_d$d/coef.txt ||
+      fail "depth $d: $w workers' coefficients differ from serial's"
+  done
+  ok "depth $d: serial and 1, 2, 3 workers export the same coefficients"
+done
+
+gcd tol 2 --passes 500 --tol 1e-4
+[ "$(json tol.json "m['stop_reason']")" = tolerance ] || fail "--tol: stop_reason $(json tol.json "m['stop_reason']")"
+passes=$(json tol.json "m['passes']")
+[ "$passes" -lt 500 ] || fail "--tol: ran all $passes passes"
+json tol.json "m['rounds']['count'] > 0 and m['rounds']['latency_us_median'] > 0 and m['score'] <= 1e-4" |
+  grep -qx true || fail "--tol: rounds or score: $(json tol.json "m['rounds']")"
+
+ok "--tol stops after $passes passes with stop_reason tolerance"
+
+gcd ck 2 --passes 8 --checkpoint ckpt --checkpoint-every 4
+gcd resumed 2 --passes 16 --resume ckpt
+gcd straight 0 --passes 16
+cmp -s resumed/coef.txt straight/coef.txt || fail "resumed run's coefficients differ from a straight run's"
+ok "a run resumed after 8 passes ends with a straight run's coefficients"
+
+# probe NAME WORKERS ARGS...
+probe() {
+  local name=$1 workers=$2
+  shift 2
+  local cmd=("$STRATA_GSPROBE" -B 4 --passes 10 -q --model-out "$name" "$@")
+  if [ "$workers" = 0 ]; then
+    timeout "$RUN_LIMIT" "${cmd[@]}" --mode serial >"$name.log" 2>&1
+  else
+    mpi $((workers + 1)) "${cmd[@]}" >"$name.log" 2>&1
+  fi
+}
+for w in 0 2; do
+  probe gs$w "$w"
+  rc=$?
+  [ "$rc" = 0 ] || show_log gs$w.log
+  expect_rc 0 "$rc" "gsprobe, $w workers"
+  [ -s gs$w/choices.txt ] || fail "gsprobe: no choices"
+  cmp -s gs$w/choices.txt gs$w/direct.txt || fail "gsprobe, $w workers: choices differ from the direct computation"
+done
+ok "the Gauss-Southwell choices of every round equal a direct computation's (serial, 2 workers)"
+
+mpi 3 "$GCD" --mode ssp -q >bad_mode.log 2>&1
+expect_rc 2 $? "gcd --mode ssp"
+grep -Eq 'scheduled (and|or) serial' bad_mode.log || { show_log bad_mode.log; fail "no reason for refusing ssp"; }
+
+for where in schedule:0:3 pull:0:4 push:1:5 apply:0:2; do
+  probe fail_${where%%:*} 2 --fail-at "$where"
+  rc=$?
+  expect_rc 1 "$rc" "gsprobe --fail-at $where"
+  n=$(grep -c 'fails at round' fail_${where%%:*}.log)
+  [ "$n" = 1 ] || { show_log fail_${where%%:*}.log; fail "--fail-at $where: $n messages"; }
+done
+ok "a failing round callback ends every rank with one message"
