@@ -509,6 +509,7 @@ const strata_app strata_app_dml = {
     .compute = dml_compute,
     .evaluate = dml_evaluate,
     .objectives = dml_objectives,
+    .tol = {STRATA_TOL_REL_CHANGE, 0, "the relative change of the training loss over a pass"},
     .diverged_hint = "try a smaller --lr",
     .describe = dml_describe,
     .sf = &dml_sf,

@@ -691,6 +691,7 @@ const strata_app strata_app_lda = {
     .compute = lda_compute,
     .block_objective = lda_block_objective,
     .objectives = lda_objectives,
+    .tol = {STRATA_TOL_REL_CHANGE, 0, "the relative change of the training log-likelihood over a pass"},
     .describe = lda_describe,
     .export_model = strata__lda_export,
 };

@@ -631,6 +631,7 @@ const strata_app strata_app_mf = {
     .compute = mf_compute,
     .evaluate = mf_evaluate,
     .objectives = mf_objectives,
+    .tol = {STRATA_TOL_REL_CHANGE, 0, "the relative change of the training RMSE over a pass"},
     .diverged_hint = "try a smaller --lr, or --update adagrad",
     .n_controls = 1,
     .control_names = mf_control_names,

@@ -466,6 +466,7 @@ const strata_app strata_app_mlr = {
     .evaluate = mlr_evaluate,
     .block_objective = mlr_block_objective,
     .objectives = mlr_objectives,
+    .tol = {STRATA_TOL_REL_CHANGE, 0, "the relative change of the training loss over a pass"},
     .diverged_hint = "try a smaller --lr",
     .describe = mlr_describe,
     .sf = &mlr_sf,

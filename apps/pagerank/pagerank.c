@@ -883,6 +883,7 @@ static const strata_app pr_app = {
     .compute = pr_compute,
     .block_objective = pr_block_objective,
     .objectives = pr_objectives,
+    .tol = {STRATA_TOL_VALUE, 1, "the L1 change of the ranks over a pass"},
     .describe = pr_describe,
     .export_model = pr_export,
 };
