@@ -100,7 +100,9 @@ typedef struct strata_engine_opts {
    * rank will hold (blocks and the engine's copies of them) and refuses,
    * before anything is shipped, a run whose ranks on one host need more
    * than it has available: mem_limit bytes if > 0, else what each host
-   * measures (strata_mem_available). */
+   * measures (strata_mem_available). strata_engine_run also makes it the
+   * process's limit (strata_mem_set_limit), which load's readers and
+   * strata_problem_fits check their sizes against before they allocate. */
   uint64_t mem_limit;
   /* The live status (docs/cli.md, "Live status"). With status_addr
    * ("HOST:PORT", "[V6]:PORT" or ":PORT" for every address; port 0 picks
