@@ -41,12 +41,12 @@ void strata_corpus_close(strata_corpus *c) {
 /* UCI opens with three lines of one integer each (D, W, NNZ); an lda-c line
  * holds a count and then pairs. Blank lines are skipped, as the UCI reader
  * does. Reads from the start and rewinds. */
-static int detect_format(strata__lines *rd, strata_corpus_format *fmt) {
+static int detect_format(strata_lines *rd, strata_corpus_format *fmt) {
   const char *line;
   size_t len;
   int ints = 0, rc = 0;
   *fmt = STRATA_CORPUS_LDAC;
-  while (ints < 3 && (rc = strata__lines_next(rd, &line, &len)) > 0) {
+  while (ints < 3 && (rc = strata_lines_next(rd, &line, &len)) > 0) {
     if (strata_field_blank(line, line + len)) continue;
     const char *s = line, *e = line + len, *fp, *fe, *gp, *ge;
     int64_t v;
@@ -57,7 +57,7 @@ static int detect_format(strata__lines *rd, strata_corpus_format *fmt) {
   }
   if (rc < 0) return rc;
   if (ints == 3) *fmt = STRATA_CORPUS_UCI;
-  return strata__lines_rewind(rd);
+  return strata_lines_rewind(rd);
 }
 
 /* ---- UCI ------------------------------------------------------------- */
@@ -72,7 +72,7 @@ static const char *const uci_header_names[] = {"document count D", "vocabulary s
 /* Entries are kept until the end so that documents can be grouped by id
  * whatever order the file lists them in (12 bytes per entry while reading);
  * one counting pass then lays the tokens out document by document. */
-static int read_uci(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
+static int read_uci(strata_lines *rd, uint32_t vocab_size, strata_corpus *c) {
   int rc = 0;
   uci_entry *ent = NULL;
   size_t n_ent = 0, cap = 0;
@@ -81,7 +81,7 @@ static int read_uci(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
   const char *line;
   size_t len;
 
-  while ((rc = strata__lines_next(rd, &line, &len)) > 0) {
+  while ((rc = strata_lines_next(rd, &line, &len)) > 0) {
     if (strata_field_blank(line, line + len)) continue;
     const char *s = line, *e = line + len;
     const char *f[3][2];
@@ -102,7 +102,7 @@ static int read_uci(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
                             rd->path, rd->lineno, uci_header_names[n_head], nf);
         goto fail;
       }
-      if ((rc = strata__lines_scan_i64(rd, uci_header_names[n_head], f[0][0], f[0][1],
+      if ((rc = strata_lines_scan_i64(rd, uci_header_names[n_head], f[0][0], f[0][1],
                                        &head[n_head])))
         goto fail;
       if (head[n_head] < 0 || (n_head < 2 && head[n_head] > (int64_t)UINT32_MAX - 1)) {
@@ -125,9 +125,9 @@ static int read_uci(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
       goto fail;
     }
     int64_t d, w, k;
-    if ((rc = strata__lines_scan_i64(rd, "docID", f[0][0], f[0][1], &d)) ||
-        (rc = strata__lines_scan_i64(rd, "wordID", f[1][0], f[1][1], &w)) ||
-        (rc = strata__lines_scan_i64(rd, "count", f[2][0], f[2][1], &k)))
+    if ((rc = strata_lines_scan_i64(rd, "docID", f[0][0], f[0][1], &d)) ||
+        (rc = strata_lines_scan_i64(rd, "wordID", f[1][0], f[1][1], &w)) ||
+        (rc = strata_lines_scan_i64(rd, "count", f[2][0], f[2][1], &k)))
       goto fail;
     if (d < 1 || d > head[0]) {
       rc = strata_err_set(STRATA_EPARSE, "%s:%zu: docID %lld out of range 1..%lld", rd->path,
@@ -223,7 +223,7 @@ fail:
 
 /* ---- lda-c ----------------------------------------------------------- */
 
-static int read_ldac(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
+static int read_ldac(strata_lines *rd, uint32_t vocab_size, strata_corpus *c) {
   int rc = 0;
   size_t off_cap = 0, word_cap = 0, n_tok = 0;
   uint32_t n_docs = 0;
@@ -234,7 +234,7 @@ static int read_ldac(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
 
   if (STRATA__GROW(c->doc_off, 1, &off_cap, SIZE_MAX)) goto nomem;
   c->doc_off[0] = 0;
-  while ((rc = strata__lines_next(rd, &line, &len)) > 0) {
+  while ((rc = strata_lines_next(rd, &line, &len)) > 0) {
     if (strata_field_blank(line, line + len)) {
       if (!blank) blank = rd->lineno;
       continue;
@@ -255,7 +255,7 @@ static int read_ldac(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
     const char *s = line, *e = line + len, *fp = line, *fe = line;
     int64_t npairs;
     strata_field_next(&s, e, &fp, &fe);
-    if ((rc = strata__lines_scan_i64(rd, "pair count", fp, fe, &npairs))) goto fail;
+    if ((rc = strata_lines_scan_i64(rd, "pair count", fp, fe, &npairs))) goto fail;
     if (npairs < 0) {
       rc = strata_err_set(STRATA_EPARSE, "%s:%zu: negative pair count %lld", rd->path, rd->lineno,
                           (long long)npairs);
@@ -273,8 +273,8 @@ static int read_ldac(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
         goto fail;
       }
       int64_t id, k;
-      if ((rc = strata__lines_scan_i64(rd, "word id", fp, colon, &id)) ||
-          (rc = strata__lines_scan_i64(rd, "count", colon + 1, fe, &k)))
+      if ((rc = strata_lines_scan_i64(rd, "word id", fp, colon, &id)) ||
+          (rc = strata_lines_scan_i64(rd, "count", colon + 1, fe, &k)))
         goto fail;
       if (id < 0) {
         rc = strata_err_set(STRATA_EPARSE, "%s:%zu: negative word id %lld", rd->path, rd->lineno,
@@ -349,17 +349,17 @@ int strata_corpus_read(const char *path, strata_corpus_format fmt, uint32_t voca
   memset(c, 0, sizeof *c);
   if ((unsigned)fmt >= N_FORMATS)
     return strata_err_set(STRATA_EINVAL, "%s: unknown corpus format %d", path, (int)fmt);
-  strata__lines rd;
-  int rc = strata__lines_open(&rd, path);
+  strata_lines rd;
+  int rc = strata_lines_open(&rd, path);
   if (rc) return rc;
   if (fmt == STRATA_CORPUS_AUTO && (rc = detect_format(&rd, &fmt))) goto fail;
   rc = fmt == STRATA_CORPUS_UCI ? read_uci(&rd, vocab_size, c) : read_ldac(&rd, vocab_size, c);
   if (rc) goto fail;
-  strata__lines_close(&rd);
+  strata_lines_close(&rd);
   return 0;
 
 fail:
-  strata__lines_close(&rd);
+  strata_lines_close(&rd);
   strata_corpus_close(c);
   return rc;
 }
@@ -375,13 +375,13 @@ void strata_vocab_close(strata_vocab *v) {
 
 int strata_vocab_read(const char *path, strata_vocab *v) {
   memset(v, 0, sizeof *v);
-  strata__lines rd;
-  int rc = strata__lines_open(&rd, path);
+  strata_lines rd;
+  int rc = strata_lines_open(&rd, path);
   if (rc) return rc;
   size_t cap = 0;
   const char *line;
   size_t len;
-  while ((rc = strata__lines_next(&rd, &line, &len)) > 0) {
+  while ((rc = strata_lines_next(&rd, &line, &len)) > 0) {
     /* Word ids are line numbers, so a blank line cannot simply be skipped. */
     if (strata_field_blank(line, line + len)) {
       rc = strata_err_set(STRATA_EPARSE, "%s:%zu: empty line (line i names word id i-1)", path,
@@ -423,11 +423,11 @@ int strata_vocab_read(const char *path, strata_vocab *v) {
     rc = strata_err_set(STRATA_EEMPTY, "%s: no words", path);
     goto fail;
   }
-  strata__lines_close(&rd);
+  strata_lines_close(&rd);
   return 0;
 
 fail:
-  strata__lines_close(&rd);
+  strata_lines_close(&rd);
   strata_vocab_close(v);
   return rc;
 }
