@@ -37,22 +37,28 @@ static void triplets_close(triplets *t) {
   memset(t, 0, sizeof *t);
 }
 
-static int triplets_add(triplets *t, uint32_t r, uint32_t c, double v) {
+/* The readers' out-of-memory message, naming the line. */
+static int nomem(const strata_lines *rd, const triplets *t) {
+  return strata_err_set(STRATA_ENOMEM, "%s:%zu: out of memory for %zu examples, %zu stored values",
+                        rd->path, rd->lineno, t->ny + 1, t->n + 1);
+}
+
+static int triplets_add(const strata_lines *rd, triplets *t, uint32_t r, uint32_t c, double v) {
   if (t->n == t->cap) {
     size_t cap = t->cap;
     uint32_t *a = strata_grow(t->row, t->n + 1, &cap, SIZE_MAX / 8, sizeof *a);
     if (!a)
-      return strata_err_set(STRATA_ENOMEM, "lasso: out of memory");
+      return nomem(rd, t);
     t->row = a;
     cap = t->cap;
     uint32_t *b = strata_grow(t->col, t->n + 1, &cap, SIZE_MAX / 8, sizeof *b);
     if (!b)
-      return strata_err_set(STRATA_ENOMEM, "lasso: out of memory");
+      return nomem(rd, t);
     t->col = b;
     cap = t->cap;
     double *v2 = strata_grow(t->val, t->n + 1, &cap, SIZE_MAX / 8, sizeof *v2);
     if (!v2)
-      return strata_err_set(STRATA_ENOMEM, "lasso: out of memory");
+      return nomem(rd, t);
     t->val = v2;
     t->cap = cap;
   }
@@ -64,10 +70,13 @@ static int triplets_add(triplets *t, uint32_t r, uint32_t c, double v) {
   return 0;
 }
 
-static int triplets_target(triplets *t, double y) {
+static int triplets_target(const strata_lines *rd, triplets *t, double y) {
+  if (t->ny == UINT32_MAX)
+    return strata_err_set(STRATA_ERANGE, "%s:%zu: more than %u examples", rd->path, rd->lineno,
+                          UINT32_MAX);
   double *a = strata_grow(t->y, t->ny + 1, &t->ycap, UINT32_MAX, sizeof *a);
   if (!a)
-    return strata_err_set(STRATA_ENOMEM, "lasso: out of memory or more than 2^32 rows");
+    return nomem(rd, t);
   t->y = a;
   t->y[t->ny++] = y;
   return 0;
@@ -104,7 +113,7 @@ static int triplets_fit(const strata_lines *rd, size_t nnz, size_t rows, uint64_
 
 /* The triplets as columns (a counting sort by column, stable: rows stay in
  * file order, which is increasing). */
-static int triplets_to_csc(triplets *t, uint32_t p, lasso_data *d) {
+static int triplets_to_csc(const strata_lines *rd, triplets *t, uint32_t p, lasso_data *d) {
   memset(d, 0, sizeof *d);
   d->n = (uint32_t)t->ny;
   d->p = p;
@@ -131,7 +140,9 @@ static int triplets_to_csc(triplets *t, uint32_t p, lasso_data *d) {
   return 0;
 nomem:
   lasso_data_close(d);
-  return strata_err_set(STRATA_ENOMEM, "lasso: out of memory");
+  return strata_err_set(STRATA_ENOMEM,
+                        "%s: out of memory for %u examples, %u features, %zu stored values",
+                        rd->path, (uint32_t)t->ny, p, t->n);
 }
 
 /* A number field [s, e) that must be finite; 0 or STRATA_EPARSE naming it. */
@@ -213,10 +224,10 @@ static int read_svmlight(const char *path, lasso_data *d) {
        * there is: checked before anything is allocated for it. */
       uint64_t p = (uint64_t)idx > t.p ? (uint64_t)idx : t.p;
       if (v != 0 && ((rc = triplets_fit(&rd, t.n + 1, t.ny + 1, p, "feature index %lld", idx)) ||
-                     (rc = triplets_add(&t, r, (uint32_t)(idx - 1), v))))
+                     (rc = triplets_add(&rd, &t, r, (uint32_t)(idx - 1), v))))
         goto done;
     }
-    if ((rc = triplets_target(&t, y)))
+    if ((rc = triplets_target(&rd, &t, y)))
       goto done;
   }
   if (rc < 0)
@@ -225,7 +236,7 @@ static int read_svmlight(const char *path, lasso_data *d) {
     rc = strata_err_set(STRATA_EEMPTY, "%s: no examples", path);
     goto done;
   }
-  rc = triplets_to_csc(&t, t.p ? t.p : 1, d);
+  rc = triplets_to_csc(&rd, &t, t.p ? t.p : 1, d);
 done:
   strata_lines_close(&rd);
   triplets_close(&t);
@@ -287,9 +298,9 @@ static int read_table(const char *path, lasso_data *d) {
       if ((rc = parse_number(path, line, k + 1 == cols ? "target" : "value", fp, fe, &v)))
         goto done;
       if (k + 1 == cols) {
-        if ((rc = triplets_target(&t, v)))
+        if ((rc = triplets_target(&rd, &t, v)))
           goto done;
-      } else if (v != 0 && (rc = triplets_add(&t, r, (uint32_t)k, v))) {
+      } else if (v != 0 && (rc = triplets_add(&rd, &t, r, (uint32_t)k, v))) {
         goto done;
       }
     }
@@ -300,7 +311,7 @@ static int read_table(const char *path, lasso_data *d) {
     rc = strata_err_set(STRATA_EEMPTY, "%s: no examples", path);
     goto done;
   }
-  rc = triplets_to_csc(&t, (uint32_t)(cols - 1), d);
+  rc = triplets_to_csc(&rd, &t, (uint32_t)(cols - 1), d);
 done:
   strata_lines_close(&rd);
   triplets_close(&t);
@@ -347,8 +358,11 @@ static int synth_parse(const char *text, lasso_synth *s) {
     if (*p == ',')
       p++;
   }
-  if (s->nonzeros > s->p)
-    return strata_err_set(STRATA_EUSAGE, "--data '%s': nonzeros above p", text);
+  if (s->nonzeros > s->p) {
+    char q[STRATA_QUOTE_SIZE];
+    return strata_err_set(STRATA_EUSAGE, "--data '%s': nonzeros above p",
+                          strata_quote(q, sizeof q, text, strlen(text)));
+  }
   return 0;
 bad:;
   char q[STRATA_QUOTE_SIZE];
