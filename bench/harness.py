@@ -436,8 +436,8 @@ def sfb_summary(recs, pr):
                  "same global minibatch and partition). sfb: sufficient factor broadcasting, s = 0, full "
                  "broadcast; bsp and ssp s = 1: full-matrix synchronisation through the parameter-server "
                  "table. Bytes per clock: sent by all workers together (sfb: `bytes_sent_per_clock`; "
-                 "tables: `bytes_sent / clocks`), median over repeats; predicted: SFB P Q (24 + K (12 + 4 J "
-                 "+ 8 nnz_v)), FMS P (72 P + rows (8 + 4 J) + T (4 + 4 J)) with T the rows a minibatch "
+                 "tables: `bytes_sent / clocks`), median over repeats; predicted: SFB P (P - 1) (24 + K (12 + "
+                 "4 J + 8 nnz_v)), FMS P (72 P + rows (8 + 4 J) + T (4 + 4 J)) with T the rows a minibatch "
                  "touches for uniformly drawn features (bench/scale_model.py). train_loss: after the last "
                  "pass; vs serial: its relative difference to serial's.\n")
         L.append("| J x D | J | rows | mode | workers | time per pass ms | x serial | samples/s | "
@@ -483,8 +483,8 @@ def sfb_summary(recs, pr):
                  f"workers than the machine's {cpus} cpus are oversubscribed: their times measure "
                  "time-sharing, not scaling. tau: the topology's diameter in clocks (its Moore lower "
                  "bound); drift: the largest |W_p - W_q| over the replicas after the last pass; "
-                 "train_loss: median over repeats; predicted bytes per clock P Q (24 + K (12 + 4 J + "
-                 "8 nnz_v)).\n")
+                 "train_loss: median over repeats; predicted bytes per clock P (P - 1) (24 + K (12 + "
+                 "4 J + 8 nnz_v)): every set reaches every other worker once, relayed when Q < P - 1.\n")
         L.append("| P | Q | oversubscribed | tau (lower bound) | time per pass ms | train_loss | "
                  "vs full broadcast | test_acc | drift, last pass (rows) | bytes/clock measured | predicted | "
                  "measured / predicted |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -1003,13 +1003,12 @@ def sfb_plots(r, out, model):
                 "plot " + ", ".join(cmds) + "\n", files)
     if model and model.get("sfb"):
         preds = model["sfb"]["predictions"]
-        d = "".join(f"{p['workers']} {p['sfb']['samples_per_s']} {p['sfb_q2']['samples_per_s']} "
-                    f"{p['fms']['samples_per_s']}\n" for p in preds)
+        d = "".join(f"{p['workers']} {p['sfb']['samples_per_s']} {p['fms']['samples_per_s']}\n"
+                    for p in preds)
         gnuplot(out, "sfb_scale_model", "set title 'Scale model (MLR, largest J x D): predicted throughput'\n"
                 "set xlabel 'workers'\nset ylabel 'samples/s'\nset logscale xy\n"
-                "plot 'ssm.dat' using 1:2 with linespoints title 'SFB, Q = P-1', "
-                "'' using 1:3 with linespoints title 'SFB, Q = 2', "
-                "'' using 1:4 with linespoints title 'FMS (bsp)'\n", {"ssm.dat": d})
+                "plot 'ssm.dat' using 1:2 with linespoints title 'SFB (any Q)', "
+                "'' using 1:3 with linespoints title 'FMS (bsp)'\n", {"ssm.dat": d})
 
 
 # ---- main -------------------------------------------------------------------

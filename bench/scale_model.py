@@ -35,7 +35,8 @@ measurements.
 With the harness's sfb group (strata mlr, 2 workers) it also models
 sufficient factor broadcasting against full-matrix synchronisation (the
 "sfb" key of the output, sfb_model below): bytes and messages per clock
-from the wire formats (SFB: P Q (24 + K (12 + 4 J + 8 nnz_v)); FMS: every
+from the wire formats (SFB: P (P - 1) (24 + K (12 + 4 J + 8 nnz_v)), each
+set reaching every other worker once, relayed under partial broadcast; FMS: every
 worker reads all of W and writes back the rows its minibatch touched),
 compute and factor application from the sfb runs' measured rates, message
 latency and bandwidth from msgcost, and the engine's own costs per factor
@@ -99,7 +100,7 @@ def predict(N, items, k, P, B, d, c, o, g, link, gate=0.0):
 # (worker/sfb.c, comm/ps.h); bench/harness.py uses the same functions for
 # its "predicted" columns.
 
-SFB_MSG_HEADER = 24     # one per message: P * Q messages per clock
+SFB_MSG_HEADER = 24     # one per message: P * (P - 1) messages per clock
 SFB_FACTOR_HEADER = 12  # one per factor
 PS_HEADER = 24          # comm/ps.h's ps_hdr
 
@@ -111,9 +112,13 @@ def sfb_factor_bytes(K, J, nnz_v):
 
 
 def sfb_per_clock(P, Q, K, J, nnz_v):
-    """(bytes, messages) sent per clock by all P workers: each sends its set
-    to its Q out-peers, nobody relays (the seed's Figure 4: P Q K factors)."""
-    return P * Q * sfb_factor_bytes(K, J, nnz_v), P * Q
+    """(bytes, messages) sent per clock by all P workers: each set reaches
+    each of the P - 1 other workers once, as one message, sent by its maker
+    to its Q out-peers and relayed on to the rest (worker/sfb.c), so Q
+    changes who sends, not how much (the seed's Figure 4 counts P Q K
+    factors for a partial broadcast without relays, whose replicas never
+    agree)."""
+    return P * (P - 1) * sfb_factor_bytes(K, J, nnz_v), P * (P - 1)
 
 
 def fms_touched_rows(K, rows, nnz_v):
@@ -131,7 +136,7 @@ def fms_per_clock(P, K, J, rows, nnz_v):
     its rows (READ: 4 bytes a row id), every shard answers with them (ROWS:
     an id and J floats a row) and each worker sends every shard the deltas
     of the rows its minibatch touched (UPDATE); a header per message, 3 P
-    messages per worker. O(P J D) against SFB's O(P Q K (J + nnz))."""
+    messages per worker. O(P J D) against SFB's O(P^2 K (J + nnz))."""
     T = fms_touched_rows(K, rows, nnz_v)
     per_worker = 3 * P * PS_HEADER + rows * 4 + rows * (4 + 4 * J) + T * (4 + 4 * J)
     return P * per_worker, 3 * P * P
@@ -164,14 +169,17 @@ def clocks_per_pass(n, P, K):
 
 def sfb_clock_s(P, Q, K, J, nnz_v, c, a, o, r, link):
     """Modelled seconds per clock of one SFB worker: compute its K samples,
-    apply its own and its Q in-peers' factors (Q + 1 sets of K), send its
-    set to Q out-peers while receiving as many, each a ring-shift message
-    (alpha + bytes / beta) plus r per byte (the engine's handling of a set
-    beyond the link: receive buffers, checks, waiting on the slower peer;
-    calibrated), and o, the clock's fixed cost (polling, scheduling, the
-    round's latency; calibrated, assumed constant in P and Q)."""
+    apply every worker's factors (P sets of K), send P - 1 sets (its own to
+    Q out-peers, P - 1 - Q relayed on a circulant topology) while receiving
+    as many, each a ring-shift message (alpha + bytes / beta) plus r per
+    byte (the engine's handling of a set beyond the link: receive buffers,
+    checks, waiting on the slower peer; calibrated), and o, the clock's
+    fixed cost (polling, scheduling, the round's latency; calibrated,
+    assumed constant in P and Q). Under staleness 0 a clock waits only for
+    its in-peers' own sets, and a relayed set is applied a hop later, so Q
+    adds no term here."""
     alpha, beta = link
-    return c * K + a * K * (Q + 1) + Q * (alpha + sfb_factor_bytes(K, J, nnz_v) * (1 / beta + r)) + o
+    return c * K + a * K * P + (P - 1) * (alpha + sfb_factor_bytes(K, J, nnz_v) * (1 / beta + r)) + o
 
 
 def fms_clock_s(P, K, J, rows, nnz_v, c, a, o, h, link):
@@ -241,7 +249,7 @@ def sfb_model(recs, shm, tcp, net, node_size, workers_list):
         J, rows, K, nv, n = mlr_shape(m)
         Q = m["sfb"]["peers"]
         rest = t - sfb_clock_s(m["workers"], Q, K, J, nv, *rates[jd], 0.0, 0.0, shm)
-        cal.append((Q * sfb_factor_bytes(K, J, nv), rest))
+        cal.append(((m["workers"] - 1) * sfb_factor_bytes(K, J, nv), rest))
     o_sfb, r_sfb = two_points(cal)
     # o_tab, h: t = base + msgs * o_tab + bytes * h at the two bsp points.
     cal = []
@@ -298,11 +306,12 @@ def sfb_model(recs, shm, tcp, net, node_size, workers_list):
         link = shm if P <= node_size else net
         row = dict(workers=P, link="shm" if P <= node_size else "net",
                    clocks_per_pass=clocks_per_pass(n, P, K))
-        for name, Q in (("sfb", P - 1), ("sfb_q2", min(2, P - 1))):
-            t = sfb_clock_s(P, Q, K, J, nv, c, a, o_sfb, r_sfb, link)
-            b, msgs = sfb_per_clock(P, Q, K, J, nv)
-            row[name] = dict(peers=Q, clock_s=t, samples_per_s=P * K / t, bytes_per_clock=b,
-                             messages_per_clock=msgs, time_per_pass_s=t * row["clocks_per_pass"])
+        # Partial broadcast relays every set to every worker: the same work
+        # per worker for any Q (sfb_clock_s), so one row stands for all Q.
+        t = sfb_clock_s(P, P - 1, K, J, nv, c, a, o_sfb, r_sfb, link)
+        b, msgs = sfb_per_clock(P, P - 1, K, J, nv)
+        row["sfb"] = dict(peers=P - 1, clock_s=t, samples_per_s=P * K / t, bytes_per_clock=b,
+                          messages_per_clock=msgs, time_per_pass_s=t * row["clocks_per_pass"])
         t = fms_clock_s(P, K, J, rows, nv, c, a, o_tab, h, link)
         b, msgs = fms_per_clock(P, K, J, rows, nv)
         row["fms"] = dict(clock_s=t, samples_per_s=P * K / t, bytes_per_clock=b,
@@ -322,7 +331,8 @@ def sfb_model(recs, shm, tcp, net, node_size, workers_list):
         ("o_tab, h", f"{o_tab * 1e6:.2f} us per clock, {h * 1e9:.3f} ns per byte",
          f"calibrated: the bsp runs at J x D = {small:g} and {big:g}, their time per clock less compute, "
          "apply and the link"),
-        ("SFB bytes, messages", "P Q (24 + K (12 + 4 J + 8 nnz_v)), P Q", "modelled: the wire format"),
+        ("SFB bytes, messages", "P (P - 1) (24 + K (12 + 4 J + 8 nnz_v)), P (P - 1)",
+         "modelled: the wire format, every set to every other worker once"),
         ("FMS bytes, messages", "P (72 P + rows (8 + 4 J) + T (4 + 4 J)), 3 P^2",
          "modelled: the wire format; T, the rows a minibatch touches, for uniformly drawn features"),
     ]
@@ -332,7 +342,8 @@ def sfb_model(recs, shm, tcp, net, node_size, workers_list):
     md.append("| input | value | source |\n|---|---|---|")
     md += [f"| {k} | {v} | {s_} |" for k, v, s_ in inputs]
     md.append("")
-    md.append("Per clock, one worker: SFB = c K + a K (Q + 1) + Q (alpha + set bytes (1 / beta + r)) + o_sfb; "
+    md.append("Per clock, one worker: SFB = c K + a K P + (P - 1) (alpha + set bytes (1 / beta + r)) + o_sfb "
+              "(any Q: partial broadcast relays every set to every worker); "
               "FMS = c K + a K + 3 P alpha + (bytes / P) (h + 1 / beta) + o_tab, bytes as above. "
               "A pass is ceil(n / (P K)) clocks.\n")
     md.append("Validation (2 workers, shared memory; calibration rows are fitted, not validated):\n")
@@ -346,16 +357,15 @@ def sfb_model(recs, shm, tcp, net, node_size, workers_list):
     md.append(f"Predicted (modelled: estimates, not measurements), J x D = {big:g}, K = {K} per worker, "
               f"{n} samples per pass, {node_size} workers per node (beyond one node every message at the "
               "network's alpha and beta). The model has no explicit term for waiting on the slowest worker "
-              "(the calibrated terms hold what the 2-worker runs waited), nor for the convergence partial "
-              "broadcast loses.\n")
-    md.append("| workers | clocks per pass | SFB Q = P-1: ms per clock | samples/s | MB per clock "
-              "| SFB Q = 2: ms per clock | MB per clock | FMS: ms per clock | samples/s | MB per clock "
-              "| SFB / FMS time |\n|---|---|---|---|---|---|---|---|---|---|---|")
+              "(the calibrated terms hold what the 2-worker runs waited).\n")
+    md.append("| workers | clocks per pass | SFB (any Q): ms per clock | samples/s | MB per clock "
+              "| FMS: ms per clock | samples/s | MB per clock "
+              "| SFB / FMS time |\n|---|---|---|---|---|---|---|---|---|")
     for p in preds:
-        s1, s2, f = p["sfb"], p["sfb_q2"], p["fms"]
+        s1, f = p["sfb"], p["fms"]
         md.append(f"| {p['workers']} | {p['clocks_per_pass']} | {s1['clock_s'] * 1e3:.3g} | "
-                  f"{s1['samples_per_s']:.3g} | {s1['bytes_per_clock'] / 1e6:.3g} | {s2['clock_s'] * 1e3:.3g} | "
-                  f"{s2['bytes_per_clock'] / 1e6:.3g} | {f['clock_s'] * 1e3:.3g} | {f['samples_per_s']:.3g} | "
+                  f"{s1['samples_per_s']:.3g} | {s1['bytes_per_clock'] / 1e6:.3g} | "
+                  f"{f['clock_s'] * 1e3:.3g} | {f['samples_per_s']:.3g} | "
                   f"{f['bytes_per_clock'] / 1e6:.3g} | {s1['clock_s'] / f['clock_s']:.3g} |")
     return dict(point=dict(jd=big, classes=J, rows=rows, minibatch=K, nnz_v=nv, samples=n),
                 inputs=dict(compute_s_per_sample=c, apply_s_per_factor=a,

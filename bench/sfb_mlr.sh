@@ -9,8 +9,8 @@
 #           20000 samples, K = 100, lr 50, 3 passes: serial (K = 200), sfb
 #           (s = 0), bsp and ssp (s = 1) with 2 workers. Time per pass, bytes
 #           sent per clock by all workers against the cost model
-#           (bench/scale_model.py's sfb_per_clock: P Q (24 + K (12 + 4 J +
-#           8 nnz_v))), and the objective after the same passes.
+#           (bench/scale_model.py's sfb_per_clock: P (P - 1) (24 + K (12 +
+#           4 J + 8 nnz_v))), and the objective after the same passes.
 #   qsweep  sfb with P = 4 and P = 6 workers (oversubscribed on a machine
 #           with fewer cores), Q = 1..P-1, staleness 0, a fixed number of
 #           passes: objective, drift, tau, bytes per clock against the model.
@@ -121,7 +121,7 @@ elif what == "large":
         print(f"sfb / {n}: bytes per clock {s[0] / f[0]:.5f}, time per pass {s[1] / f[1]:.4f}, "
               f"train_loss relative difference {abs(s[2] / f[2] - 1):.2e}")
 else:
-    print("| P | Q | tau (lower bound) | train_loss | test_acc | drift after last pass | bytes/clock measured | predicted P Q (24 + K (12 + 4J + 8 nnz)) | ratio | time per pass (s) |")
+    print("| P | Q | tau (lower bound) | train_loss | test_acc | drift after last pass | bytes/clock measured | predicted P (P - 1) (24 + K (12 + 4J + 8 nnz)) | ratio | time per pass (s) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for P in (4, 6):
         for Q in range(1, P):

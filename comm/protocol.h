@@ -45,7 +45,8 @@
  * in parameter-server modes, table traffic on TAG_PS and TAG_PS + 1 instead;
  * model exchange for evaluation with TAG_EVAL_BASE + r; in sfb mode a
  * worker's factors of a clock to each out-peer (TAG_SFB, one message, the
- * layout of core/sf.h) and after each pass a sample of its replica's rows
+ * layout of core/sf.h), and other workers' such messages relayed as they
+ * came (worker/sfb.c), and after each pass a sample of its replica's rows
  * to worker 0 (TAG_SFB_DRIFT).
  * At the end with --model-out, worker -> coordinator TAG_EXPORT: owned
  * resident blocks by id, then rotating blocks held in the last sub-epoch;

@@ -441,8 +441,18 @@ static uint64_t cgroup_room(void) {
   return UINT64_MAX;
 }
 
-int strata_mem_available(uint64_t *bytes) {
-  *bytes = 0;
+static _Atomic uint64_t mem_limit;
+
+void strata_mem_set_limit(uint64_t bytes) { atomic_store(&mem_limit, bytes); }
+
+uint64_t strata_mem_limit(void) { return atomic_load(&mem_limit); }
+
+/* What bounds the memory available (strata_mem_budget.bound). */
+enum { BOUND_NONE, BOUND_HOST, BOUND_LIMIT, BOUND_RLIMIT_AS, BOUND_RLIMIT_DATA };
+
+/* The host's memory: MemAvailable, or the cgroup's room when lower; 0 when
+ * /proc/meminfo cannot tell. */
+static uint64_t host_available(void) {
   FILE *f = fopen("/proc/meminfo", "r");
   if (!f) return 0;
   char line[256];
@@ -452,6 +462,89 @@ int strata_mem_available(uint64_t *bytes) {
   fclose(f);
   if (!found) return 0;
   uint64_t avail = (uint64_t)kb * 1024, room = cgroup_room();
-  *bytes = room < avail ? room : avail;
+  return room < avail ? room : avail;
+}
+
+/* What a resource limit leaves: the soft limit less what it already
+ * counts (/proc/self/statm: the whole address space for RLIMIT_AS, data
+ * and stack for RLIMIT_DATA, the kernel's VmData being close to the
+ * latter); UINT64_MAX for no limit. With statm unreadable, the limit
+ * itself. */
+static uint64_t rlimit_room(int *bound) {
+  uint64_t room = UINT64_MAX;
+  unsigned long long pages[2] = {0, 0}; /* size, data */
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (f) {
+    if (fscanf(f, "%llu %*u %*u %*u %*u %llu", &pages[0], &pages[1]) != 2) pages[0] = pages[1] = 0;
+    fclose(f);
+  }
+  long page = sysconf(_SC_PAGESIZE);
+  const int res[2] = {RLIMIT_AS, RLIMIT_DATA}, why[2] = {BOUND_RLIMIT_AS, BOUND_RLIMIT_DATA};
+  for (int k = 0; k < 2; k++) {
+    struct rlimit rl;
+    if (getrlimit(res[k], &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) continue;
+    uint64_t used = (uint64_t)pages[k] * (uint64_t)(page > 0 ? page : 4096);
+    uint64_t left = (uint64_t)rl.rlim_cur > used ? (uint64_t)rl.rlim_cur - used : 0;
+    if (left < room) {
+      room = left;
+      *bound = why[k];
+    }
+  }
+  return room;
+}
+
+/* The memory available and what bounds it (BOUND_NONE: unknown). */
+static uint64_t available(int *bound) {
+  uint64_t limit = strata_mem_limit(), avail = limit ? limit : host_available();
+  *bound = avail ? (limit ? BOUND_LIMIT : BOUND_HOST) : BOUND_NONE;
+  int rbound = BOUND_NONE;
+  uint64_t room = rlimit_room(&rbound);
+  if (room != UINT64_MAX && (!avail || room < avail)) {
+    avail = room;
+    *bound = rbound;
+  }
+  /* A limit already used up still refuses: 1 byte, not 0 (unknown). */
+  if (*bound != BOUND_NONE && avail == 0) avail = 1;
+  return avail;
+}
+
+int strata_mem_available(uint64_t *bytes) {
+  int bound;
+  *bytes = available(&bound);
   return 0;
+}
+
+void strata_mem_budget_init(strata_mem_budget *b) {
+  b->avail = available(&b->bound);
+}
+
+static void human_bytes(char *out, size_t n, double bytes) {
+  if (bytes >= 1e9)
+    snprintf(out, n, "%.1f GB", bytes / 1e9);
+  else if (bytes >= 1e6)
+    snprintf(out, n, "%.1f MB", bytes / 1e6);
+  else
+    snprintf(out, n, "%.0f KB", bytes / 1e3);
+}
+
+int strata_mem_check(const strata_mem_budget *b, double bytes, const char *hint, const char *fmt,
+                     ...) {
+  if (!b->avail || bytes <= (double)b->avail) return 0;
+  char subject[512], need[32], have[32];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(subject, sizeof subject, fmt, ap);
+  va_end(ap);
+  human_bytes(need, sizeof need, bytes);
+  human_bytes(have, sizeof have, (double)b->avail);
+  const char *sep = hint ? ": " : "", *h = hint ? hint : "";
+  switch (b->bound) {
+    case BOUND_RLIMIT_AS:
+    case BOUND_RLIMIT_DATA:
+      return strata_err_set(STRATA_ENOMEM, "%s about %s, but this process may take %s more (ulimit -%c)%s%s",
+                            subject, need, have, b->bound == BOUND_RLIMIT_AS ? 'v' : 'd', sep, h);
+    default:
+      return strata_err_set(STRATA_ENOMEM, "%s about %s, but this host has %s available%s%s%s", subject,
+                            need, have, b->bound == BOUND_LIMIT ? " (--mem-limit)" : "", sep, h);
+  }
 }

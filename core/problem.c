@@ -38,11 +38,8 @@ int strata_problem_alloc(strata_problem *p, int n_data, int n_resident, int n_ro
   return 0;
 }
 
-
 int strata_problem_fits(const char *what, double bytes, const char *hint) {
-  uint64_t avail;
-  strata_mem_available(&avail);
-  if (!avail || bytes <= (double)avail) return 0;
-  return strata_err_set(STRATA_ENOMEM, "%s need about %.1f GB, but this host has %.1f GB available%s%s",
-                        what, bytes / 1e9, (double)avail / 1e9, hint ? ": " : "", hint ? hint : "");
+  strata_mem_budget b;
+  strata_mem_budget_init(&b);
+  return strata_mem_check(&b, bytes, hint, "%s need", what);
 }

@@ -69,6 +69,8 @@ int strata_engine_run(const strata_app *app, void *cfg, const strata_engine_opts
                       strata_transport *t, strata_run_result *result) {
   int serial = t == NULL;
   int P = serial ? 1 : t->size - 1;
+  /* The readers and load check their sizes against the run's limit too. */
+  strata_mem_set_limit(opts->mem_limit);
   if (!serial) {
     /* Every rank watches for a lost one from the start (comm/live.h). */
     strata__live_conf lc = {.passes = opts->passes, .stall_timeout = opts->stall_timeout,

@@ -185,6 +185,39 @@ seeds_libsvm() {
   return 0
 }
 
+seeds_graph() {
+  local wiki=snap-wiki-vote/wiki-Vote.txt enron=snap-email-enron/email-Enron.txt
+  local fb=snap-ego-facebook/facebook_combined.txt.gz
+  if have $wiki; then
+    head -60 "$data/$wiki" | seed wiki 00
+    head -60 "$data/$wiki" | seed wiki-gz 80
+    head -60 "$data/$wiki" | sed 's/$/\r/' | seed wiki-crlf 00
+    # As Matrix Market: the ids as row and column numbers.
+    { printf '%%%%MatrixMarket matrix coordinate pattern general\n%% from wiki-Vote\n9000 9000 50\n'
+      grep -v '^#' "$data/$wiki" | head -50; } | seed wiki-mm 00
+    { printf '%%%%MatrixMarket matrix coordinate pattern symmetric\n9000 9000 20\n'
+      grep -v '^#' "$data/$wiki" | head -20; } | seed wiki-mm-gz 80
+  fi
+  have $enron && head -40 "$data/$enron" | seed enron 00
+  # The real file's gzip stream, cut short.
+  have $fb && head -c 2000 "$data/$fb" | seed facebook-cut 00
+  return 0
+}
+
+seeds_lasso() {
+  local dia=lasso-diabetes/diabetes.tab.txt
+  if have $dia; then
+    head -30 "$data/$dia" | seed diabetes 02
+    head -30 "$data/$dia" | seed diabetes-standardize 06
+    head -30 "$data/$dia" | seed diabetes-gz 82
+    # As svmlight: the target first, then the nonzero features.
+    head -40 "$data/$dia" | tail -n +2 |
+      awk '{ printf "%s", $NF; for (i = 1; i < NF; i++) if ($i != 0) printf " %d:%s", i, $i; print "" }' |
+      seed diabetes-svm 00
+  fi
+  return 0
+}
+
 # A target without a seeds_ function (the spec and option parsers, which read
 # no files) starts from the hand-made inputs of tests/fuzz/regress alone.
 

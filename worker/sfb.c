@@ -6,25 +6,45 @@
  * clock's factors, and release sends them, as one message, to each of this
  * worker's out-peers (worker/sfb_topology.h: every other worker, or Q of
  * them) and keeps them for its own replica. Nothing passes through the
- * coordinator or a server, and nobody relays what it receives: under
- * partial broadcast an update reaches a worker d hops away only through the
- * d - 1 later updates of the workers in between.
+ * coordinator or a server.
  *
- * The rule, before clock g: every factor set of clocks <= g - 1 - s from
- * each in-peer has been applied (s = --staleness; the receive waits for it
- * with the back-off wait, not spinning), and this worker's own sets of
- * clocks <= g - 1. Any set of a clock <= g - 1 that has arrived is applied
- * too, none of a later clock: a peer up to s clocks ahead does not hand
- * this replica its future (the seed's tau_p^q(c) <= c - 1). Sets are applied
- * clock by clock, within a clock in worker order, then the app's clock_end
- * step; a set that comes after its clock was closed (s > 0) is applied as
- * soon as it comes. So with s = 0 and full broadcast every replica performs
- * the same float operations in the same order and the replicas are equal
- * bit for bit at every clock end.
+ * Relays. Under partial broadcast a set must still reach every replica, or
+ * each replica would sum the updates of its in-peers only and the replicas
+ * would never agree again: their disagreement is a mode that gradient steps
+ * need not damp (with P = 4, Q = 2 the matrix of who applies whose updates
+ * has eigenvalues +-i/4, a mode that grows at any step size). So each set
+ * travels along its origin's tree of strata__topology_routes: a worker that
+ * takes in a set passes it on at once, as it came (the same bytes, no
+ * copy), to the out-peers the tree hangs below it. Every worker gets every
+ * set exactly once, from one fixed neighbour, so one origin's sets come in
+ * clock order, as MPI keeps one sender's messages in order. A worker relays
+ * what it takes in before it sends its own set of a later clock, so a
+ * worker that has an in-peer's set of clock c also has every set that
+ * in-peer had taken in before it started clock c.
+ *
+ * The rule, before clock g: this worker's own sets of clocks <= g - 1 have
+ * been applied, and every set of clocks <= g - 1 - s from each in-peer
+ * (s = --staleness; the receive waits for it). A set of clock t from an
+ * origin d hops away is due at clock t + d: it is applied as the first clock
+ * from then on starts at which it has arrived, never sooner, so under s = 0
+ * each set is applied at the clock it is due (or at its pass's end, below)
+ * whatever the timing, and runs repeat bit for bit. By the relay order above it has arrived before clock
+ * t + d (s + 1): a delay of at most tau (s + 1) - 1 clocks (s under full
+ * broadcast, where d = 1). None of a clock >= g is applied: a peer up to s
+ * clocks ahead does not hand this replica its future (the seed's
+ * tau_p^q(c) <= c - 1). Sets are applied clock by clock, within a clock in
+ * worker (origin) order, then the app's clock_end step; a set applied
+ * after its clock was closed goes in the same sweep. So with s = 0 and full
+ * broadcast every replica performs the same float operations in the same
+ * order and the replicas are equal bit for bit at every clock end.
  *
  * A pass ends by applying what the next clock's start would (the model it
- * is scored on); the last pass waits for every set, so the replica that is
- * exported holds every factor it is sent.
+ * is scored on). Every pass under s = 0, and the last pass and one before a
+ * checkpoint under any s, first waits for every set of the pass from every
+ * origin and applies them all, due or not, so the replica that is scored,
+ * checkpointed or exported holds every factor of the pass (under partial
+ * broadcast the replicas then differ only in the order of their float
+ * additions).
  */
 #include <math.h>
 #include <sched.h>
@@ -45,15 +65,19 @@ typedef struct own_set {
   int applied;
 } own_set;
 
-/* A set received from a peer, waiting to be applied. */
+/* A set received from a peer, waiting to be applied; relayed sets stay
+ * (in the queue, then in the relaying list) until their sends complete. */
 typedef struct in_set {
   void *buf;
   size_t len;
   int64_t clock;
+  strata_req *reqs; /* one send per relay target; NULL: none */
+  int n_reqs;
 } in_set;
 
-/* A FIFO per sender: MPI keeps one sender's messages of one tag in order,
- * so clocks come in ascending. */
+/* A FIFO per origin: each origin's sets come through one neighbour, and
+ * MPI keeps one sender's messages of one tag in order, so clocks come in
+ * ascending. */
 typedef struct in_queue {
   in_set *v;
   size_t head, n, cap;
@@ -66,12 +90,18 @@ typedef struct sfb {
   int P, me, Q, s;
   int *out, *in; /* out-peers (Q), in-peers (n_in) */
   int n_in;
-  unsigned char *is_in; /* is_in[q]: q sends to this worker */
+  int *via;   /* via[o]: the in-peer origin o's sets come through (-1: o == me) */
+  int *hops;  /* hops[o]: o's distance to this worker; its set of clock t is due
+                 at clock t + hops[o] */
+  int *kids;  /* kids[o * Q + j], j < n_kids[o]: the out-peers o's sets go on to */
+  int *n_kids;
+  in_set *relaying; /* applied sets whose relays are still being sent */
+  size_t n_relaying, cap_relaying;
   int64_t clock;   /* clocks ended so far: the task under way is this clock */
   int per_pass;    /* clocks (tasks) per pass */
   int64_t next;    /* the lowest clock whose clock_end has not run */
-  int64_t *have;   /* have[q]: the latest clock received from q (-1 none) */
-  in_queue *queue; /* per sender */
+  int64_t *have;   /* have[o]: the latest clock received from origin o (-1 none) */
+  in_queue *queue; /* per origin */
   own_set *own;
   int n_own;
   strata_worker_stats *st; /* the pass under way's stats */
@@ -83,8 +113,13 @@ typedef struct sfb {
   strata_req *drift_reqs; /* P */
 } sfb;
 
+static void set_free(in_set *e) {
+  strata_free(e->buf);
+  strata_free(e->reqs);
+}
+
 static void queue_free(in_queue *q) {
-  for (size_t i = 0; i < q->n; i++) strata_free(q->v[(q->head + i) % q->cap].buf);
+  for (size_t i = 0; i < q->n; i++) set_free(&q->v[(q->head + i) % q->cap]);
   strata_free(q->v);
   memset(q, 0, sizeof *q);
 }
@@ -106,10 +141,39 @@ static int queue_push(in_queue *q, in_set e) {
 
 static in_set *queue_front(in_queue *q) { return q->n ? &q->v[q->head] : NULL; }
 
-static void queue_pop(in_queue *q) {
-  strata_free(q->v[q->head].buf);
+/* The front set, applied, leaves the queue: freed, or kept in the
+ * relaying list while its relays are being sent. */
+static int queue_pop(sfb *b, in_queue *q) {
+  in_set e = q->v[q->head];
   q->head = (q->head + 1) % q->cap;
   q->n--;
+  int all = 1;
+  if (e.n_reqs) {
+    int rc = b->w->t->test_all(b->w->t->impl, e.reqs, e.n_reqs, &all);
+    if (rc) {
+      set_free(&e);
+      return rc;
+    }
+  }
+  if (all) {
+    set_free(&e);
+    return 0;
+  }
+  if (b->n_relaying == b->cap_relaying) {
+    size_t cap = b->cap_relaying ? 2 * b->cap_relaying : 8;
+    in_set *v = strata_realloc(b->relaying, cap * sizeof *v);
+    if (!v) {
+      /* The sends still read the buffer: wait for them rather than free it
+       * under them. */
+      int rc = strata_comm_wait_all_idle(b->w->t, e.reqs, e.n_reqs);
+      set_free(&e);
+      return rc ? rc : strata_err_set(STRATA_ENOMEM, "worker %d: out of memory for relays", b->me);
+    }
+    b->relaying = v;
+    b->cap_relaying = cap;
+  }
+  b->relaying[b->n_relaying++] = e;
+  return 0;
 }
 
 /* FNV-1a over bytes, continuing from h. */
@@ -119,7 +183,24 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n) {
   return h;
 }
 
-/* Takes in every factor message that has arrived. */
+/* Passes a set just taken in on to the out-peers below this worker in its
+ * origin's tree, before anything else is sent. */
+static int relay(sfb *b, int o, in_set *e) {
+  strata_transport *t = b->w->t;
+  int n = b->n_kids[o];
+  if (!n) return 0;
+  if (!(e->reqs = strata_calloc((size_t)n, sizeof *e->reqs)))
+    return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory for relays", b->me);
+  e->n_reqs = n;
+  int rc = 0;
+  for (int j = 0; j < n && !rc; j++) {
+    rc = t->isend(t->impl, e->buf, e->len, b->kids[o * b->Q + j] + 1, TAG_SFB, &e->reqs[j]);
+    if (!rc) b->st->bytes_sent += e->len;
+  }
+  return rc;
+}
+
+/* Takes in every factor message that has arrived, relaying each. */
 static int receive(sfb *b) {
   strata_transport *t = b->w->t;
   for (;;) {
@@ -128,26 +209,45 @@ static int receive(sfb *b) {
     size_t len = 0;
     int rc = t->poll(t->impl, TAG_SFB, &got, &src, &buf, &len);
     if (rc || !got) return rc;
-    int q = src - 1;
     rc = strata__sf_check(buf, len, b->J, b->D);
     const strata__sf_head *h = buf;
-    if (!rc && (q < 0 || q >= b->P || !b->is_in[q] || h->sender != q ||
-                h->clock != b->have[q] + 1))
-      rc = strata_err_set(STRATA_ECOMM, "worker %d: factors from rank %d out of order", b->me, src);
-    if (!rc && (rc = queue_push(&b->queue[q], (in_set){buf, len, h->clock})))
+    int o = rc ? -1 : h->sender;
+    /* Origin o's sets come only through via[o], each clock once, in order. */
+    if (!rc && (o < 0 || o >= b->P || o == b->me || b->via[o] != src - 1 ||
+                h->clock != b->have[o] + 1))
+      rc = strata_err_set(STRATA_ECOMM, "worker %d: factors of worker %d from rank %d out of order",
+                          b->me, o, src);
+    in_set e = {buf, len, rc ? 0 : h->clock, NULL, 0};
+    if (!rc) rc = relay(b, o, &e);
+    if (!rc && queue_push(&b->queue[o], e))
       rc = strata_err_set(STRATA_ENOMEM, "worker %d: out of memory for factors", b->me);
     if (rc) {
-      strata_free(buf);
+      /* Relays already started read the buffer. */
+      if (e.n_reqs) strata_comm_wait_all_idle(t, e.reqs, e.n_reqs);
+      set_free(&e);
       return rc;
     }
-    b->have[q] = h->clock;
+    b->have[o] = h->clock;
     b->st->bytes_recv += len;
   }
 }
 
-/* Frees own sets whose sends are done and that the replica has. */
+/* Frees own sets whose sends are done and that the replica has, and
+ * applied sets whose relays are done. */
 static int progress_sends(sfb *b) {
   strata_transport *t = b->w->t;
+  for (size_t i = 0; i < b->n_relaying;) {
+    in_set *e = &b->relaying[i];
+    int all = 1;
+    int rc = t->test_all(t->impl, e->reqs, e->n_reqs, &all);
+    if (rc) return rc;
+    if (all) {
+      set_free(e);
+      *e = b->relaying[--b->n_relaying];
+    } else {
+      i++;
+    }
+  }
   for (int i = 0; i < b->n_own; i++) {
     own_set *o = &b->own[i];
     if (o->clock < 0) continue;
@@ -167,8 +267,14 @@ static own_set *own_of(sfb *b, int64_t clock) {
   return NULL;
 }
 
-/* Whether every in-peer has sent its sets of clocks <= upto. */
-static int arrived(const sfb *b, int64_t upto) {
+/* Whether every in-peer's own sets of clocks <= upto are in (every
+ * origin's: all). */
+static int arrived(const sfb *b, int64_t upto, int all) {
+  if (all) {
+    for (int o = 0; o < b->P; o++)
+      if (o != b->me && b->have[o] < upto) return 0;
+    return 1;
+  }
   for (int i = 0; i < b->n_in; i++)
     if (b->have[b->in[i]] < upto) return 0;
   return 1;
@@ -177,18 +283,22 @@ static int arrived(const sfb *b, int64_t upto) {
 typedef struct wait_ctx {
   sfb *b;
   int64_t upto;
+  int all;
 } wait_ctx;
+
+static int64_t have_sum(const sfb *b) {
+  int64_t n = 0;
+  for (int o = 0; o < b->P; o++) n += b->have[o];
+  return n;
+}
 
 static int poll_sets(void *ctx, int *done, int *progressed) {
   wait_ctx *c = ctx;
-  int64_t before = 0;
-  for (int i = 0; i < c->b->n_in; i++) before += c->b->have[c->b->in[i]];
+  int64_t before = have_sum(c->b);
   int rc = receive(c->b);
   if (!rc) rc = progress_sends(c->b);
-  int64_t after = 0;
-  for (int i = 0; i < c->b->n_in; i++) after += c->b->have[c->b->in[i]];
-  *progressed = after != before;
-  *done = arrived(c->b, c->upto);
+  *progressed = have_sum(c->b) != before;
+  *done = arrived(c->b, c->upto, c->all);
   return rc;
 }
 
@@ -217,11 +327,12 @@ static int wait_until(strata__poll_fn poll, void *ctx, double *waited) {
   return rc;
 }
 
-/* Receives until every in-peer's sets up to clock upto are in. */
-static int wait_for(sfb *b, int64_t upto) {
+/* Receives until every in-peer's sets up to clock upto are in (every
+ * origin's: all). */
+static int wait_for(sfb *b, int64_t upto, int all) {
   int rc = receive(b);
-  if (rc || upto < 0 || arrived(b, upto)) return rc;
-  wait_ctx c = {b, upto};
+  if (rc || upto < 0 || arrived(b, upto, all)) return rc;
+  wait_ctx c = {b, upto, all};
   return wait_until(poll_sets, &c, &b->st->wait_s);
 }
 
@@ -243,10 +354,11 @@ static void count_set(sfb *b, int q, const void *buf, int64_t t, int64_t limit) 
   st->from_mask |= q < 64 ? 1ull << q : 0;
 }
 
-/* Applies every set that has arrived of clocks <= limit, clock by clock and
- * in worker order within a clock, running clock_end once for each clock
- * from `next` to limit. */
-static int apply_upto(sfb *b, int64_t limit) {
+/* Applies every set that has arrived of clocks <= limit and is due by the
+ * clock after limit (all: due or not), clock by clock and in worker order
+ * within a clock, running clock_end once for each clock from `next` to
+ * limit. */
+static int apply_upto(sfb *b, int64_t limit, int all) {
   strata__worker *w = b->w;
   const strata_sf_ops *sf = w->app->sf;
   double t0 = strata_now();
@@ -257,7 +369,7 @@ static int apply_upto(sfb *b, int64_t limit) {
   }
   int rc = 0;
   for (int64_t t = from; t <= limit && !rc; t++) {
-    for (int q = 0; q < b->P; q++) {
+    for (int q = 0; q < b->P && !rc; q++) {
       if (q == b->me) {
         own_set *o = t >= b->next ? own_of(b, t) : NULL;
         if (o && !o->applied) {
@@ -267,12 +379,14 @@ static int apply_upto(sfb *b, int64_t limit) {
         continue;
       }
       in_set *e = queue_front(&b->queue[q]);
-      if (!e || e->clock != t) continue;
+      /* Not before it is due: with staleness 0 every replica then applies
+       * each set at one clock, whatever the timing, and runs repeat. */
+      if (!e || e->clock != t || (!all && t + b->hops[q] - 1 > limit)) continue;
       apply_set(b, e->buf, e->len);
       count_set(b, q, e->buf, t, limit);
-      queue_pop(&b->queue[q]);
+      rc = queue_pop(b, &b->queue[q]);
     }
-    if (t < b->next) continue;
+    if (rc || t < b->next) continue;
     if (sf->clock_end) {
       strata_sf_clock ck = {.pass = (int)(t / b->per_pass), .clock = t, .share = 1.0};
       rc = sf->clock_end(w->state, b->W, &ck);
@@ -289,10 +403,11 @@ static int apply_upto(sfb *b, int64_t limit) {
   return rc;
 }
 
-/* The replica as clock g starts under staleness s: wait, then apply. */
-static int bring_up_to(sfb *b, int64_t g, int s) {
-  int rc = wait_for(b, g - 1 - s);
-  if (!rc) rc = apply_upto(b, g - 1);
+/* The replica as clock g starts under staleness s: wait, then apply; all:
+ * with every origin's sets of clocks <= g - 1 - s, every one applied. */
+static int bring_up_to(sfb *b, int64_t g, int s, int all) {
+  int rc = wait_for(b, g - 1 - s, all);
+  if (!rc) rc = apply_upto(b, g - 1, all);
   if (!rc) rc = progress_sends(b);
   return rc;
 }
@@ -301,7 +416,7 @@ static int sfb_acquire(void *be, strata_task_view *tv, strata_worker_stats *st) 
   sfb *b = be;
   b->st = st;
   tv->clock = b->clock;
-  return bring_up_to(b, b->clock, b->s);
+  return bring_up_to(b, b->clock, b->s, 0);
 }
 
 /* A free slot for an own set (one whose sends completed and which the
@@ -365,15 +480,18 @@ static int sfb_nop_subepoch(void *be, int pass, int s, strata_worker_stats *st) 
   return 0;
 }
 
-/* The pass's end: the replica as the next clock would start on it; after
- * the last pass, and before a checkpoint, with every set of the pass's
- * clocks in: then the replica holds exactly the factors of every clock
- * before the next, none later (a later set stays queued). */
+/* The pass's end: under staleness 0, after the last pass and before a
+ * checkpoint, the replica holds exactly the factors of every clock before
+ * the next, from every origin, none later (a later set stays queued); else
+ * what the next clock would start on. So a checkpoint leaves no set half
+ * delivered, and under staleness 0 a run that writes one computes what a
+ * run that does not (every pass's end applies the relayed sets not yet
+ * due), so that a resumed run repeats it bit for bit. */
 static int sfb_end_pass(void *be, int pass, strata_worker_stats *st) {
   sfb *b = be;
   b->st = st;
-  int whole = pass == b->w->last_pass || strata__ckpt_due(b->w, pass);
-  return bring_up_to(b, b->clock, whole ? 0 : b->s);
+  int whole = b->s == 0 || pass == b->w->last_pass || strata__ckpt_due(b->w, pass);
+  return bring_up_to(b, b->clock, whole ? 0 : b->s, whole);
 }
 
 /* Full broadcast: every replica holds the same factors at the pass's end
@@ -498,9 +616,11 @@ static int sfb_close(void *be, int stopped) {
   sfb *b = be;
   strata_worker_stats scratch = {0};
   b->st = &scratch;
-  int rc = stopped ? bring_up_to(b, b->clock, 0) : 0;
+  int rc = stopped ? bring_up_to(b, b->clock, 0, 1) : 0;
   for (int i = 0; i < b->n_own && !rc; i++)
     if (b->own[i].clock >= 0 && b->Q) rc = strata_comm_wait_all_idle(b->w->t, b->own[i].reqs, b->Q);
+  for (size_t i = 0; i < b->n_relaying && !rc; i++)
+    rc = strata_comm_wait_all_idle(b->w->t, b->relaying[i].reqs, b->relaying[i].n_reqs);
   b->st = NULL;
   return rc;
 }
@@ -516,9 +636,14 @@ static void sfb_free(void *be) {
   strata_free(b->own);
   strata_free(b->queue);
   strata_free(b->have);
+  for (size_t i = 0; i < b->n_relaying; i++) set_free(&b->relaying[i]);
+  strata_free(b->relaying);
   strata_free(b->out);
   strata_free(b->in);
-  strata_free(b->is_in);
+  strata_free(b->via);
+  strata_free(b->hops);
+  strata_free(b->kids);
+  strata_free(b->n_kids);
   strata_free(b->drift_mine);
   strata_free(b->drift_all);
   strata_free(b->drift_reqs);
@@ -544,10 +669,15 @@ static int sfb_open(strata__worker *w, void **out) {
   b->queue = strata_calloc((size_t)b->P, sizeof *b->queue);
   b->out = strata_malloc(((size_t)b->Q + 1) * sizeof *b->out);
   b->in = strata_malloc((size_t)b->P * sizeof *b->in);
-  b->is_in = strata_calloc((size_t)b->P, sizeof *b->is_in);
+  b->via = strata_malloc((size_t)b->P * sizeof *b->via);
+  b->hops = strata_calloc((size_t)b->P, sizeof *b->hops);
+  b->kids = strata_malloc(((size_t)b->P * b->Q + 1) * sizeof *b->kids);
+  b->n_kids = strata_calloc((size_t)b->P, sizeof *b->n_kids);
   b->drift_reqs = strata_calloc((size_t)b->P, sizeof *b->drift_reqs);
-  if (!b->have || !b->queue || !b->out || !b->in || !b->is_in || !b->drift_reqs)
+  if (!b->have || !b->queue || !b->out || !b->in || !b->via || !b->hops || !b->kids ||
+      !b->n_kids || !b->drift_reqs)
     return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
+  for (int o = 0; o < b->P; o++) b->via[o] = -1;
   b->per_pass = strata__tasks_per_pass(w);
   /* A resumed run starts at its checkpoint's clock, every earlier factor
    * in the replica. */
@@ -560,11 +690,21 @@ static int sfb_open(strata__worker *w, void **out) {
     memcpy(b->out, topo.peers + (size_t)b->me * b->Q, (size_t)b->Q * sizeof *b->out);
     for (int p = 0; p < b->P; p++)
       for (int j = 0; j < b->Q; j++)
-        if (topo.peers[p * b->Q + j] == b->me) {
-          b->in[b->n_in++] = p;
-          b->is_in[p] = 1;
-        }
+        if (topo.peers[p * b->Q + j] == b->me) b->in[b->n_in++] = p;
+    /* This worker's part of every origin's relay tree. */
+    int *parent = strata_malloc(2 * (size_t)b->P * b->P * sizeof *parent);
+    if (!parent) rc = strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
+    if (!rc) rc = strata__topology_routes(&topo, parent, parent + (size_t)b->P * b->P);
+    for (int o = 0; o < b->P && !rc; o++) {
+      const int *par = parent + (size_t)o * b->P, *dist = par + (size_t)b->P * b->P;
+      b->via[o] = par[b->me];
+      b->hops[o] = dist[b->me];
+      for (int j = 0; j < b->Q; j++)
+        if (par[b->out[j]] == b->me) b->kids[o * b->Q + b->n_kids[o]++] = b->out[j];
+    }
+    strata_free(parent);
     strata__topology_close(&topo);
+    if (rc) return rc;
     /* Rows of the drift sample: every stride-th, about 2^16 floats. A
      * sample of 2^20 (4 MB a worker) slowed the next pass by up to half on
      * a 2e6-weight set, its transfer lingering into the first clocks. */

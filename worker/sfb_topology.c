@@ -266,6 +266,42 @@ int strata__topology_search(int P, int Q, int T, int *peers) {
   return 1;
 }
 
+/* ---- relay routes ----------------------------------------------------- */
+
+int strata__topology_routes(const strata__topology *t, int *parent, int *dist) {
+  const int P = t->P, Q = t->Q;
+  int *queue = strata_malloc((size_t)P * sizeof *queue);
+  if (!queue) return strata_err_set(STRATA_ENOMEM, "out of memory for the routes of %d workers", P);
+  int rc = 0;
+  for (int o = 0; o < P && !rc; o++) {
+    int *d = dist + (size_t)o * P, *par = parent + (size_t)o * P;
+    for (int v = 0; v < P; v++) d[v] = par[v] = -1;
+    d[o] = 0;
+    queue[0] = o;
+    int head = 0, tail = 1;
+    while (head < tail) {
+      int u = queue[head++];
+      for (int j = 0; j < Q; j++) {
+        int v = t->peers[(size_t)u * Q + j];
+        if (d[v] < 0) {
+          d[v] = d[u] + 1;
+          queue[tail++] = v;
+        }
+        /* Every in-peer one hop nearer is a candidate; the least (u - o)
+         * mod P wins, whatever order the search met them in. */
+        if (d[v] == d[u] + 1 &&
+            (par[v] < 0 || (u - o + P) % P < (par[v] - o + P) % P))
+          par[v] = u;
+      }
+    }
+    if (tail < P)
+      rc = strata_err_set(STRATA_EINVAL, "the topology of %d workers, %d out-peers each, is not "
+                          "strongly connected", P, Q);
+  }
+  strata_free(queue);
+  return rc;
+}
+
 /* ---- the topology ----------------------------------------------------- */
 
 int strata__sfb_topology(int P, int Q, strata__topology *out) {

@@ -3,13 +3,14 @@
  * (internal to libstrata; issue 13, the seed's section on partial
  * broadcasting).
  *
- * P workers each send their sufficient factors to Q out-peers and relay
- * nothing they receive, so an update reaches a worker d hops away only
- * through d - 1 later updates of the workers between. The topology is a
- * directed graph with out-degree exactly Q at every worker, no self-loops
- * and no repeated edges, chosen to minimise tau: the longest shortest
- * directed path between any ordered pair of workers (its diameter), the
- * number of clocks after which an update's effect can have reached everyone.
+ * P workers each send their sufficient factors to Q out-peers, which relay
+ * them on along the routes of strata__topology_routes, so that every set
+ * reaches every worker exactly once, a worker d hops away after d - 1
+ * relays. The topology is a directed graph with out-degree exactly Q at
+ * every worker, no self-loops and no repeated edges, chosen to minimise
+ * tau: the longest shortest directed path between any ordered pair of
+ * workers (its diameter), the hops after which a set has reached everyone
+ * (worker/sfb.c turns hops into clocks).
  * (The seed's program sums the shortest paths instead; its text, and issue
  * 13, ask for the longest, which is what is minimised here.)
  *
@@ -22,9 +23,9 @@
  *
  * Second, among graphs of that tau, one where every worker also hears from
  * exactly Q others (in-degree Q), as far as the constructions below find
- * one: a worker that hears from fewer peers applies fewer updates, its
- * replica falls behind the others', and the drift between replicas grows
- * pass by pass (docs/cli.md has the measurement).
+ * one: on a circulant the relay trees are rotations of one another, so
+ * every worker relays as many sets, where a worker with one in-peer gets
+ * every set through that one peer and waits on it alone.
  *
  * Construction, deterministic in (P, Q):
  *   - Q = 1: the ring p -> p + 1; Q = P - 1: every other worker.
@@ -120,5 +121,21 @@ int strata__topology_search(int P, int Q, int T, int *peers);
 /* The largest minus the smallest in-degree of the digraph peers (P * Q
  * entries). */
 int strata__topology_in_spread(int P, int Q, const int *peers);
+
+/*
+ * The relay routes of a topology (the sfb back-end's partial broadcast):
+ * for every origin o a breadth-first tree over the topology's edges, along
+ * which o's factor sets reach every other worker exactly once, each in
+ * dist(o, r) <= t->tau hops. parent[o * P + r] is the worker r receives o's
+ * sets from (-1 for r == o): of r's in-peers at distance dist(o, r) - 1 from
+ * o, the one that follows o most closely, (q - o) mod P least, so that on a
+ * circulant the trees are rotations of one another and every worker relays
+ * as many sets. dist[o * P + r] is that distance (0 for r == o). Both arrays
+ * hold P * P ints, caller-allocated; deterministic in t->peers, so every
+ * worker computes the same routes.
+ * @return 0, STRATA_EINVAL when the graph is not strongly connected, or
+ *         STRATA_ENOMEM.
+ */
+int strata__topology_routes(const strata__topology *t, int *parent, int *dist);
 
 #endif

@@ -3,7 +3,9 @@
 
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,12 +43,12 @@ void strata_corpus_close(strata_corpus *c) {
 /* UCI opens with three lines of one integer each (D, W, NNZ); an lda-c line
  * holds a count and then pairs. Blank lines are skipped, as the UCI reader
  * does. Reads from the start and rewinds. */
-static int detect_format(strata__lines *rd, strata_corpus_format *fmt) {
+static int detect_format(strata_lines *rd, strata_corpus_format *fmt) {
   const char *line;
   size_t len;
   int ints = 0, rc = 0;
   *fmt = STRATA_CORPUS_LDAC;
-  while (ints < 3 && (rc = strata__lines_next(rd, &line, &len)) > 0) {
+  while (ints < 3 && (rc = strata_lines_next(rd, &line, &len)) > 0) {
     if (strata_field_blank(line, line + len)) continue;
     const char *s = line, *e = line + len, *fp, *fe, *gp, *ge;
     int64_t v;
@@ -57,7 +59,46 @@ static int detect_format(strata__lines *rd, strata_corpus_format *fmt) {
   }
   if (rc < 0) return rc;
   if (ints == 3) *fmt = STRATA_CORPUS_UCI;
-  return strata__lines_rewind(rd);
+  return strata_lines_rewind(rd);
+}
+
+/* ---- memory ---------------------------------------------------------- */
+
+static const strata_corpus_cost no_cost = {0, 0, 0, NULL, NULL};
+
+/* The estimate of strata_corpus_cost for D documents, V words and T tokens:
+ * doc_off and word (8 and 4 bytes each) and the caller's share, plus
+ * `extra` bytes of the reader's own (a growing array's spare capacity, a UCI
+ * file's entries). */
+static double corpus_need(const strata_corpus_cost *k, double docs, double words, double tokens,
+                          double extra) {
+  return docs * (8 + k->per_doc) + words * k->per_word + tokens * (4 + k->per_token) + extra;
+}
+
+static const char *plural(uint64_t n) { return n == 1 ? "" : "s"; }
+
+/* strata_lines_fits for the estimate, naming what the line declared (the
+ * printf-formatted why: "word id 4000000000") and the corpus it makes. */
+static int corpus_fits(const strata_lines *rd, const strata_corpus_cost *k, uint64_t docs,
+                       uint64_t words, uint64_t tokens, double extra, const char *why, ...)
+    STRATA_PRINTF(7, 8);
+static int corpus_fits(const strata_lines *rd, const strata_corpus_cost *k, uint64_t docs,
+                       uint64_t words, uint64_t tokens, double extra, const char *why, ...) {
+  double need = corpus_need(k, (double)docs, (double)words, (double)tokens, extra);
+  if (!rd->budget.avail || need <= (double)rd->budget.avail) return 0;
+  char what[128];
+  va_list ap;
+  va_start(ap, why);
+  vsnprintf(what, sizeof what, why, ap);
+  va_end(ap);
+  /* The hint names what sizes the caller's share: no help when the tokens
+   * are most of the estimate. */
+  double share = (double)docs * k->per_doc + (double)words * k->per_word;
+  return strata_lines_fits(rd, need, 2 * share >= need ? k->hint : NULL,
+                           "%s: the corpus (%llu document%s, %llu word%s, %llu token%s)%s%s needs",
+                           what, (unsigned long long)docs, plural(docs), (unsigned long long)words,
+                           plural(words), (unsigned long long)tokens, plural(tokens),
+                           k->what ? " " : "", k->what ? k->what : "");
 }
 
 /* ---- UCI ------------------------------------------------------------- */
@@ -72,16 +113,18 @@ static const char *const uci_header_names[] = {"document count D", "vocabulary s
 /* Entries are kept until the end so that documents can be grouped by id
  * whatever order the file lists them in (12 bytes per entry while reading);
  * one counting pass then lays the tokens out document by document. */
-static int read_uci(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
+static int read_uci(strata_lines *rd, uint32_t vocab_size, const strata_corpus_cost *cost,
+                    strata_corpus *c) {
   int rc = 0;
   uci_entry *ent = NULL;
   size_t n_ent = 0, cap = 0;
+  uint64_t n_tok = 0; /* the counts so far */
   int64_t head[3] = {0, 0, 0};
   int n_head = 0;
   const char *line;
   size_t len;
 
-  while ((rc = strata__lines_next(rd, &line, &len)) > 0) {
+  while ((rc = strata_lines_next(rd, &line, &len)) > 0) {
     if (strata_field_blank(line, line + len)) continue;
     const char *s = line, *e = line + len;
     const char *f[3][2];
@@ -102,7 +145,7 @@ static int read_uci(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
                             rd->path, rd->lineno, uci_header_names[n_head], nf);
         goto fail;
       }
-      if ((rc = strata__lines_scan_i64(rd, uci_header_names[n_head], f[0][0], f[0][1],
+      if ((rc = strata_lines_scan_i64(rd, uci_header_names[n_head], f[0][0], f[0][1],
                                        &head[n_head])))
         goto fail;
       if (head[n_head] < 0 || (n_head < 2 && head[n_head] > (int64_t)UINT32_MAX - 1)) {
@@ -111,6 +154,12 @@ static int read_uci(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
                             UINT32_MAX - 1);
         goto fail;
       }
+      /* D sizes doc_off at once, and W the caller's vocabulary. */
+      if (n_head < 2 &&
+          (rc = corpus_fits(rd, cost, (uint64_t)head[0],
+                            n_head ? (vocab_size ? vocab_size : (uint64_t)head[1]) : 0, 0, 0,
+                            "%s %lld", uci_header_names[n_head], (long long)head[n_head])))
+        goto fail;
       n_head++;
       continue;
     }
@@ -125,9 +174,9 @@ static int read_uci(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
       goto fail;
     }
     int64_t d, w, k;
-    if ((rc = strata__lines_scan_i64(rd, "docID", f[0][0], f[0][1], &d)) ||
-        (rc = strata__lines_scan_i64(rd, "wordID", f[1][0], f[1][1], &w)) ||
-        (rc = strata__lines_scan_i64(rd, "count", f[2][0], f[2][1], &k)))
+    if ((rc = strata_lines_scan_i64(rd, "docID", f[0][0], f[0][1], &d)) ||
+        (rc = strata_lines_scan_i64(rd, "wordID", f[1][0], f[1][1], &w)) ||
+        (rc = strata_lines_scan_i64(rd, "count", f[2][0], f[2][1], &k)))
       goto fail;
     if (d < 1 || d > head[0]) {
       rc = strata_err_set(STRATA_EPARSE, "%s:%zu: docID %lld out of range 1..%lld", rd->path,
@@ -154,6 +203,12 @@ static int read_uci(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
                           (long long)k, UINT32_MAX);
       goto fail;
     }
+    /* Entries grow by doubling: count them at twice their number. */
+    n_tok += (uint64_t)k;
+    if ((rc = corpus_fits(rd, cost, (uint64_t)head[0], vocab_size ? vocab_size : (uint64_t)head[1],
+                          n_tok, 2.0 * (double)(n_ent + 1) * sizeof *ent, "count %lld",
+                          (long long)k)))
+      goto fail;
     /* Never past NNZ: more entries are an error anyway. */
     if (STRATA__GROW(ent, n_ent + 1, &cap, (size_t)head[2])) {
       rc = strata_err_set(STRATA_ENOMEM, "%s:%zu: out of memory for %zu entries", rd->path,
@@ -223,7 +278,8 @@ fail:
 
 /* ---- lda-c ----------------------------------------------------------- */
 
-static int read_ldac(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
+static int read_ldac(strata_lines *rd, uint32_t vocab_size, const strata_corpus_cost *cost,
+                     strata_corpus *c) {
   int rc = 0;
   size_t off_cap = 0, word_cap = 0, n_tok = 0;
   uint32_t n_docs = 0;
@@ -234,7 +290,7 @@ static int read_ldac(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
 
   if (STRATA__GROW(c->doc_off, 1, &off_cap, SIZE_MAX)) goto nomem;
   c->doc_off[0] = 0;
-  while ((rc = strata__lines_next(rd, &line, &len)) > 0) {
+  while ((rc = strata_lines_next(rd, &line, &len)) > 0) {
     if (strata_field_blank(line, line + len)) {
       if (!blank) blank = rd->lineno;
       continue;
@@ -255,7 +311,7 @@ static int read_ldac(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
     const char *s = line, *e = line + len, *fp = line, *fe = line;
     int64_t npairs;
     strata_field_next(&s, e, &fp, &fe);
-    if ((rc = strata__lines_scan_i64(rd, "pair count", fp, fe, &npairs))) goto fail;
+    if ((rc = strata_lines_scan_i64(rd, "pair count", fp, fe, &npairs))) goto fail;
     if (npairs < 0) {
       rc = strata_err_set(STRATA_EPARSE, "%s:%zu: negative pair count %lld", rd->path, rd->lineno,
                           (long long)npairs);
@@ -273,8 +329,8 @@ static int read_ldac(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
         goto fail;
       }
       int64_t id, k;
-      if ((rc = strata__lines_scan_i64(rd, "word id", fp, colon, &id)) ||
-          (rc = strata__lines_scan_i64(rd, "count", colon + 1, fe, &k)))
+      if ((rc = strata_lines_scan_i64(rd, "word id", fp, colon, &id)) ||
+          (rc = strata_lines_scan_i64(rd, "count", colon + 1, fe, &k)))
         goto fail;
       if (id < 0) {
         rc = strata_err_set(STRATA_EPARSE, "%s:%zu: negative word id %lld", rd->path, rd->lineno,
@@ -298,9 +354,15 @@ static int read_ldac(strata__lines *rd, uint32_t vocab_size, strata_corpus *c) {
                             rd->path, rd->lineno, (long long)k, (long long)id);
         goto fail;
       }
-      /* Counts expand into tokens, so one pair of a short line may ask for
-       * more memory than there is: the message names that pair, not the
-       * tokens read so far. */
+      /* Counts expand into tokens, and an id sizes the vocabulary, so one
+       * pair of a short line may ask for more memory than there is: checked
+       * before it is allocated, with the word array at twice its length
+       * (it grows by doubling). */
+      uint64_t words = vocab_size ? vocab_size : (uint64_t)(id > max_id ? id : max_id) + 1;
+      if ((rc = corpus_fits(rd, cost, (uint64_t)n_docs + 1, words, n_tok + (uint64_t)k,
+                            4.0 * (double)(n_tok + (uint64_t)k), "pair %lld:%lld", (long long)id,
+                            (long long)k)))
+        goto fail;
       if (STRATA__GROW(c->word, n_tok + (size_t)k, &word_cap, SIZE_MAX)) {
         rc = strata_err_set(STRATA_ENOMEM,
                             "%s:%zu: out of memory for %zu tokens (count %lld of word %lld)",
@@ -346,20 +408,27 @@ fail:
 
 int strata_corpus_read(const char *path, strata_corpus_format fmt, uint32_t vocab_size,
                        strata_corpus *c) {
+  return strata_corpus_read_with(path, fmt, vocab_size, NULL, c);
+}
+
+int strata_corpus_read_with(const char *path, strata_corpus_format fmt, uint32_t vocab_size,
+                            const strata_corpus_cost *cost, strata_corpus *c) {
   memset(c, 0, sizeof *c);
+  if (!cost) cost = &no_cost;
   if ((unsigned)fmt >= N_FORMATS)
     return strata_err_set(STRATA_EINVAL, "%s: unknown corpus format %d", path, (int)fmt);
-  strata__lines rd;
-  int rc = strata__lines_open(&rd, path);
+  strata_lines rd;
+  int rc = strata_lines_open(&rd, path);
   if (rc) return rc;
   if (fmt == STRATA_CORPUS_AUTO && (rc = detect_format(&rd, &fmt))) goto fail;
-  rc = fmt == STRATA_CORPUS_UCI ? read_uci(&rd, vocab_size, c) : read_ldac(&rd, vocab_size, c);
+  rc = fmt == STRATA_CORPUS_UCI ? read_uci(&rd, vocab_size, cost, c)
+                                : read_ldac(&rd, vocab_size, cost, c);
   if (rc) goto fail;
-  strata__lines_close(&rd);
+  strata_lines_close(&rd);
   return 0;
 
 fail:
-  strata__lines_close(&rd);
+  strata_lines_close(&rd);
   strata_corpus_close(c);
   return rc;
 }
@@ -375,13 +444,13 @@ void strata_vocab_close(strata_vocab *v) {
 
 int strata_vocab_read(const char *path, strata_vocab *v) {
   memset(v, 0, sizeof *v);
-  strata__lines rd;
-  int rc = strata__lines_open(&rd, path);
+  strata_lines rd;
+  int rc = strata_lines_open(&rd, path);
   if (rc) return rc;
   size_t cap = 0;
   const char *line;
   size_t len;
-  while ((rc = strata__lines_next(&rd, &line, &len)) > 0) {
+  while ((rc = strata_lines_next(&rd, &line, &len)) > 0) {
     /* Word ids are line numbers, so a blank line cannot simply be skipped. */
     if (strata_field_blank(line, line + len)) {
       rc = strata_err_set(STRATA_EPARSE, "%s:%zu: empty line (line i names word id i-1)", path,
@@ -423,11 +492,11 @@ int strata_vocab_read(const char *path, strata_vocab *v) {
     rc = strata_err_set(STRATA_EEMPTY, "%s: no words", path);
     goto fail;
   }
-  strata__lines_close(&rd);
+  strata_lines_close(&rd);
   return 0;
 
 fail:
-  strata__lines_close(&rd);
+  strata_lines_close(&rd);
   strata_vocab_close(v);
   return rc;
 }
@@ -601,6 +670,11 @@ static inline uint32_t cum_search(const double *cum, uint32_t n, double u) {
 #define SYNTH_BATCH 32
 
 int strata_lda_synth_generate(const strata_lda_synth *s, strata_corpus *c) {
+  return strata_lda_synth_generate_with(s, NULL, c);
+}
+
+int strata_lda_synth_generate_with(const strata_lda_synth *s, const strata_corpus_cost *cost,
+                                   strata_corpus *c) {
   int rc = 0;
   alias_cell *cells = NULL;
   uint32_t *work = NULL;
@@ -615,6 +689,21 @@ int strata_lda_synth_generate(const strata_lda_synth *s, strata_corpus *c) {
                           "beta=%g)",
                           s->docs, s->len, s->vocab, s->topics, s->alpha, s->beta);
   const uint32_t D = s->docs, V = s->vocab, K = s->topics;
+  /* What the generator holds at once (the alias tables, their work arrays,
+   * and the corpus with its true topics, of about D * len tokens) and the
+   * caller's share. */
+  if (!cost) cost = &no_cost;
+  double tokens = (double)D * s->len;
+  double need = corpus_need(cost, D, V, tokens, (double)K * V * sizeof *cells + 24.0 * V +
+                                                    16.0 * K + 4.0 * tokens);
+  strata_mem_budget budget;
+  strata_mem_budget_init(&budget);
+  if ((rc = strata_mem_check(&budget, need, cost->hint,
+                             "--data synth: %u document%s of mean length %u, %u word%s and %u "
+                             "topic%s%s%s need",
+                             D, plural(D), s->len, V, plural(V), K, plural(K),
+                             cost->what ? " " : "", cost->what ? cost->what : "")))
+    return rc;
   const size_t kv = (size_t)K * V;
   if (kv / K != V || kv > SIZE_MAX / sizeof *cells) goto nomem;
 

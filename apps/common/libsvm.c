@@ -8,7 +8,7 @@
 #include "apps/common/lines.h"
 
 typedef struct {
-  strata__lines rd;
+  strata_lines rd;
   const strata_libsvm_opts *o;
   strata_libsvm *d;
   int64_t *raw; /* a training file's labels as written, until the map is built */
@@ -156,7 +156,7 @@ static int read_line(reader *r, const char *s, const char *e) {
   }
   int64_t label;
   int rc;
-  if ((rc = strata__lines_scan_i64(&r->rd, "label", fp, fe, &label)) || (rc = add_label(r, label)))
+  if ((rc = strata_lines_scan_i64(&r->rd, "label", fp, fe, &label)) || (rc = add_label(r, label)))
     return rc;
   uint32_t prev = 0;
   while (strata_field_next(&s, e, &fp, &fe))
@@ -221,7 +221,7 @@ int strata_libsvm_read(const char *path, const strata_libsvm_opts *o, strata_lib
   memset(out, 0, sizeof *out);
   int rc = check_opts(path, r.o);
   if (rc) return rc;
-  if ((rc = strata__lines_open(&r.rd, path))) return rc;
+  if ((rc = strata_lines_open(&r.rd, path))) return rc;
   if (STRATA__GROW(out->row_off, 1, &r.off_cap, SIZE_MAX)) {
     rc = nomem(&r);
     goto fail;
@@ -230,7 +230,7 @@ int strata_libsvm_read(const char *path, const strata_libsvm_opts *o, strata_lib
 
   const char *line;
   size_t len;
-  while ((rc = strata__lines_next(&r.rd, &line, &len)) > 0)
+  while ((rc = strata_lines_next(&r.rd, &line, &len)) > 0)
     if ((rc = read_line(&r, line, line + len))) goto fail;
   if (rc < 0) goto fail;
   if (r.n_rows == 0) {
@@ -261,12 +261,12 @@ int strata_libsvm_read(const char *path, const strata_libsvm_opts *o, strata_lib
   out->nnz = r.nnz;
   out->n_features = r.o->n_features ? r.o->n_features : r.max_index;
   strata_free(r.raw);
-  strata__lines_close(&r.rd);
+  strata_lines_close(&r.rd);
   return 0;
 
 fail:
   strata_free(r.raw);
-  strata__lines_close(&r.rd);
+  strata_lines_close(&r.rd);
   strata_libsvm_close(out);
   return rc;
 }

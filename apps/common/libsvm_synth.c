@@ -99,9 +99,22 @@ int strata_libsvm_synth(const strata_libsvm_synth_spec *s, strata_libsvm *train,
                         strata_libsvm *test) {
   memset(train, 0, sizeof *train);
   if (test) memset(test, 0, sizeof *test);
+  /* Every sample's row offset, label and nnz features (a column and a
+   * value, 4 bytes each), the classes' supports and the stamps: refused
+   * before any of it is allocated. */
+  double samples = (double)s->samples + (test ? (double)s->test : 0);
+  strata_mem_budget budget;
+  strata_mem_budget_init(&budget);
+  int rc = strata_mem_check(&budget,
+                            samples * (12.0 + 8.0 * s->nnz) + 4.0 * s->classes * s->support +
+                                4.0 * s->features + 8.0 * s->classes,
+                            "lower samples, test or nnz",
+                            "--data synth: %llu samples of %u features (of %u) need",
+                            (unsigned long long)samples, s->nnz, s->features);
+  if (rc) return rc;
   uint32_t *support = strata_malloc(((size_t)s->classes * s->support + 1) * sizeof *support);
   uint32_t *seen = strata_calloc((size_t)s->features + 1, sizeof *seen);
-  int rc = support && seen ? 0 : STRATA_ENOMEM;
+  rc = support && seen ? 0 : STRATA_ENOMEM;
   for (uint32_t j = 0; j < s->classes && !rc; j++) {
     strata_rng rng;
     strata_rng_seed(&rng, strata_mix64(s->seed ^ 0x5eed0000ull ^ j));

@@ -1,10 +1,12 @@
 /*
- * The line reader of apps/common/lines.h, over zlib, and its number and
- * array helpers.
+ * The line reader of strata/apps/lines.h, over zlib, and the number helpers
+ * of apps/common/lines.h.
  */
 #include "apps/common/lines.h"
 
 #include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -20,7 +22,7 @@
 /* gzread takes an unsigned and returns an int. */
 #define READ_MAX ((size_t)1 << 30)
 
-int strata__lines_open(strata__lines *rd, const char *path) {
+int strata_lines_open(strata_lines *rd, const char *path) {
   memset(rd, 0, sizeof *rd);
   rd->path = path;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -39,23 +41,24 @@ int strata__lines_open(strata__lines *rd, const char *path) {
   }
   gzbuffer(gz, 1u << 17);
   rd->gz = gz;
+  strata_mem_budget_init(&rd->budget);
   rd->cap = READ_CHUNK;
   rd->buf = strata_malloc(rd->cap);
   if (!rd->buf) {
-    strata__lines_close(rd);
+    strata_lines_close(rd);
     return strata_err_set(STRATA_ENOMEM, "%s: out of memory for the read buffer", path);
   }
   return 0;
 }
 
-void strata__lines_close(strata__lines *rd) {
+void strata_lines_close(strata_lines *rd) {
   strata_free(rd->buf);
   if (rd->gz) gzclose((gzFile)rd->gz);
   rd->buf = NULL;
   rd->gz = NULL;
 }
 
-int strata__lines_rewind(strata__lines *rd) {
+int strata_lines_rewind(strata_lines *rd) {
   if (gzrewind((gzFile)rd->gz) != 0)
     return strata_err_set(STRATA_EIO, "%s: cannot rewind after detecting the format", rd->path);
   rd->beg = rd->end = 0;
@@ -64,7 +67,7 @@ int strata__lines_rewind(strata__lines *rd) {
   return 0;
 }
 
-static int read_failed(strata__lines *rd) {
+static int read_failed(strata_lines *rd) {
   int errnum = Z_OK;
   const char *msg = gzerror((gzFile)rd->gz, &errnum);
   if (errnum == Z_OK) return 0;
@@ -82,7 +85,7 @@ static int read_failed(strata__lines *rd) {
                         rd->lineno + 1, msg);
 }
 
-int strata__lines_next(strata__lines *rd, const char **line, size_t *len) {
+int strata_lines_next(strata_lines *rd, const char **line, size_t *len) {
   for (;;) {
     char *s = rd->buf + rd->beg;
     size_t avail = rd->end - rd->beg;
@@ -127,7 +130,7 @@ int strata__lines_next(strata__lines *rd, const char **line, size_t *len) {
   }
 }
 
-int strata__lines_scan_i64(const strata__lines *rd, const char *what, const char *p,
+int strata_lines_scan_i64(const strata_lines *rd, const char *what, const char *p,
                            const char *e, int64_t *out) {
   int why = strata__scan_i64(p, e, out);
   if (why == STRATA__NUM_OK) return 0;
@@ -138,6 +141,17 @@ int strata__lines_scan_i64(const strata__lines *rd, const char *what, const char
                           strata__overflow_why(p, e));
   return strata_err_set(STRATA_EPARSE, "%s:%zu: %s '%s' is not an integer", rd->path, rd->lineno,
                         what, q);
+}
+
+int strata_lines_fits(const strata_lines *rd, double bytes, const char *hint, const char *fmt,
+                      ...) {
+  if (!rd->budget.avail || bytes <= (double)rd->budget.avail) return 0;
+  char subject[384];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(subject, sizeof subject, fmt, ap);
+  va_end(ap);
+  return strata_mem_check(&rd->budget, bytes, hint, "%s:%zu: %s", rd->path, rd->lineno, subject);
 }
 
 static const double pow10_exact[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,

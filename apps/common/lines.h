@@ -1,10 +1,7 @@
 /*
- * A line reader, with the number scanning and array growth the data readers
- * share, for the data readers (ratings.c, corpus.c, libsvm.c) and the MF
- * model loader (apps/mf/model.c), internal to the apps. Files are read through
- * zlib, which passes plain files through unchanged, so every reader takes
- * gzip-compressed input too, whatever the file's name says. Lines may be of
- * any length; CR LF endings lose the CR.
+ * The number scanning and array growth the data readers of the apps share
+ * (ratings.c, corpus.c, libsvm.c, the MF model loader), internal to the
+ * apps, beside the line reader they read with (strata/apps/lines.h).
  */
 #ifndef STRATA_APPS_COMMON_LINES_H
 #define STRATA_APPS_COMMON_LINES_H
@@ -12,27 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "strata/apps/lines.h"
 #include "strata/core.h"
-
-typedef struct strata__lines {
-  void *gz; /* gzFile */
-  const char *path;
-  char *buf;
-  size_t cap, beg, end; /* unread bytes are buf[beg, end) */
-  int eof;
-  size_t lineno; /* of the line last returned, from 1 */
-} strata__lines;
-
-/* STRATA_ENOENT "PATH: cannot open: ..." (a directory too), STRATA_ENOMEM. */
-int strata__lines_open(strata__lines *rd, const char *path);
-/* Safe on a reader that failed to open or is already closed. */
-void strata__lines_close(strata__lines *rd);
-/* Back to the first line. */
-int strata__lines_rewind(strata__lines *rd);
-/* 1 with the next line in *line, *len (valid until the next call), 0 at the
- * end of the file, or a negative error naming PATH:LINE (read errors,
- * corrupt or truncated gzip data). */
-int strata__lines_next(strata__lines *rd, const char **line, size_t *len);
 
 enum { STRATA__NUM_OK = 0, STRATA__NUM_BAD = 1, STRATA__NUM_OVERFLOW = 2 };
 
@@ -65,12 +43,6 @@ static inline const char *strata__overflow_why(const char *p, const char *e) {
   return p < e && *p == '-' ? "is below the smallest supported, -9223372036854775808 (-2^63)"
                             : "is above the largest supported, 9223372036854775807 (2^63 - 1)";
 }
-
-/* strata__scan_i64 on a field of the line rd last returned: 0, or
- * STRATA_EPARSE with the message "PATH:LINE: WHAT 'FIELD' is not an
- * integer" (or, beyond int64_t, the limit it passes), the field quoted. */
-int strata__lines_scan_i64(const strata__lines *rd, const char *what, const char *p,
-                           const char *e, int64_t *out);
 
 /* The whole of [p, e) must be one number as strtod reads it (no leading
  * blanks, no NUL terminator needed). NaN and infinities are numbers here:

@@ -75,12 +75,12 @@ int strata__model_read_ids(const char *dir, const char *name, int64_t *dst, uint
   char path[4096];
   int rc = strata__model_path(path, sizeof path, dir, name);
   if (rc) return rc;
-  strata__lines rd;
-  if ((rc = strata__lines_open(&rd, path))) return rc;
+  strata_lines rd;
+  if ((rc = strata_lines_open(&rd, path))) return rc;
   uint32_t got = 0;
   const char *line;
   size_t len;
-  while ((rc = strata__lines_next(&rd, &line, &len)) > 0) {
+  while ((rc = strata_lines_next(&rd, &line, &len)) > 0) {
     const char *p = line, *e = line + len;
     strata_field_trim(&p, &e);
     if (p == e) continue;
@@ -104,7 +104,7 @@ int strata__model_read_ids(const char *dir, const char *name, int64_t *dst, uint
   }
   if (rc == 0 && got != n)
     rc = strata_err_set(STRATA_EPARSE, "%s: %u ids, meta.json declares %u", path, got, n);
-  strata__lines_close(&rd);
+  strata_lines_close(&rd);
   return rc;
 }
 

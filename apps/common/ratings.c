@@ -517,12 +517,12 @@ int strata_ratings_read(const char *path, strata_format fmt, const strata_idmap 
                         const strata_idmap *items, strata_ratings *rs) {
   int rc = 0;
   read_ctx c = {.path = path, .fmt = fmt, .rs = rs, .ufind = users, .ifind = items};
-  strata__lines rd = {0};
+  strata_lines rd = {0};
   memset(rs, 0, sizeof *rs);
 
   if ((unsigned)fmt > STRATA_FMT_MM)
     return strata_err_set(STRATA_EINVAL, "%s: unknown rating format %d", path, (int)fmt);
-  if ((rc = strata__lines_open(&rd, path))) return rc;
+  if ((rc = strata_lines_open(&rd, path))) return rc;
   if (!users) {
     if (!(rs->users = c.umap = strata_idmap_create())) {
       rc = strata_err_set(STRATA_ENOMEM, "%s: out of memory for the user map", path);
@@ -538,7 +538,7 @@ int strata_ratings_read(const char *path, strata_format fmt, const strata_idmap 
 
   const char *line = NULL;
   size_t len = 0;
-  while ((rc = strata__lines_next(&rd, &line, &len)) > 0) {
+  while ((rc = strata_lines_next(&rd, &line, &len)) > 0) {
     if ((rc = parse_line(&c, rd.lineno, line, len)) != 0) goto fail;
   }
   if (rc < 0) goto fail;
@@ -555,11 +555,11 @@ int strata_ratings_read(const char *path, strata_format fmt, const strata_idmap 
   }
   rs->n_users = strata_idmap_size(users ? users : rs->users);
   rs->n_items = strata_idmap_size(items ? items : rs->items);
-  strata__lines_close(&rd);
+  strata_lines_close(&rd);
   return 0;
 
 fail:
-  strata__lines_close(&rd);
+  strata_lines_close(&rd);
   strata_ratings_close(rs);
   return rc;
 }

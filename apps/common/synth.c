@@ -137,6 +137,18 @@ int strata_synth_generate(const strata_synth_spec *spec, strata_ratings *rs) {
       (size_t)spec->items > SIZE_MAX / 4 / rank)
     return strata_err_set(STRATA_ENOMEM, "synth: spec too large for this machine");
 
+  /* The biases and factors, the two alias samplers (and their work
+   * array) and the ratings: refused before any of it is allocated. */
+  strata_mem_budget budget;
+  strata_mem_budget_init(&budget);
+  double rows = (double)spec->users + spec->items;
+  if ((rc = strata_mem_check(&budget,
+                             rows * (4.0 + 4.0 * rank + 20.0) +
+                                 (double)spec->ratings * sizeof *rs->r,
+                             "lower users, items, ratings or rank",
+                             "--data synth: %u users, %u items and %llu ratings at rank %u need",
+                             spec->users, spec->items, (unsigned long long)spec->ratings, rank)))
+    return rc;
   strata_rng rng;
   strata_rng_seed(&rng, spec->seed);
   /* The draw order (biases, factors, shuffles, ratings) is part of the

@@ -262,6 +262,17 @@ static int dml_load(const void *vcfg, const strata_setup *setup, strata_problem 
     goto fail;
   }
   uint64_t M = cfg->pairs, T = has_test ? cfg->test_pairs : 0;
+  /* --pairs sizes the pair lists (17 bytes a pair) and the blocks of the
+   * pairs' differences (an offset and a label, and up to the stored
+   * features of both rows, 8 bytes each): refused before either is made. */
+  {
+    double per_pair = 17 + 8 + 16.0 * (double)train.nnz / (double)train.n_rows;
+    char what[128];
+    snprintf(what, sizeof what, "dml: %llu training and %llu test pairs", (unsigned long long)M,
+             (unsigned long long)T);
+    if ((rc = strata_problem_fits(what, (double)(M + T) * per_pair, "lower --pairs or --test-pairs")))
+      goto fail;
+  }
   if ((rc = pairs_alloc(&tr, M)) ||
       (rc = strata__dml_pairs(&train, cfg->data, M, setup->seed, tr.a, tr.b, tr.sim)))
     goto fail;

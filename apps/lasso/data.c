@@ -2,17 +2,22 @@
  * Inputs of strata-lasso (lasso.h). The readers collect (row, column,
  * value) triplets in file order and sort them into columns once, so the
  * rows of every column come out increasing without a second pass over the
- * file. strata/apps/libsvm.h cannot serve the svmlight input: it reads
- * classification labels (integers mapped to classes) and float values,
- * while a regression file has real-valued targets ("151.5").
+ * file. They read through strata/apps/lines.h (plain or gzip; a cut gzip
+ * stream is an error), and check every size a line brings against the
+ * memory available before allocating for it. strata/apps/libsvm.h cannot
+ * serve the svmlight input: it reads classification labels (integers
+ * mapped to classes) and float values, while a regression file has
+ * real-valued targets ("151.5").
  */
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lasso.h"
+#include "strata/apps/lines.h"
 #include "strata/core.h"
 
 typedef struct triplets {
@@ -32,22 +37,28 @@ static void triplets_close(triplets *t) {
   memset(t, 0, sizeof *t);
 }
 
-static int triplets_add(triplets *t, uint32_t r, uint32_t c, double v) {
+/* The readers' out-of-memory message, naming the line. */
+static int nomem(const strata_lines *rd, const triplets *t) {
+  return strata_err_set(STRATA_ENOMEM, "%s:%zu: out of memory for %zu examples, %zu stored values",
+                        rd->path, rd->lineno, t->ny + 1, t->n + 1);
+}
+
+static int triplets_add(const strata_lines *rd, triplets *t, uint32_t r, uint32_t c, double v) {
   if (t->n == t->cap) {
     size_t cap = t->cap;
     uint32_t *a = strata_grow(t->row, t->n + 1, &cap, SIZE_MAX / 8, sizeof *a);
     if (!a)
-      return strata_err_set(STRATA_ENOMEM, "lasso: out of memory");
+      return nomem(rd, t);
     t->row = a;
     cap = t->cap;
     uint32_t *b = strata_grow(t->col, t->n + 1, &cap, SIZE_MAX / 8, sizeof *b);
     if (!b)
-      return strata_err_set(STRATA_ENOMEM, "lasso: out of memory");
+      return nomem(rd, t);
     t->col = b;
     cap = t->cap;
     double *v2 = strata_grow(t->val, t->n + 1, &cap, SIZE_MAX / 8, sizeof *v2);
     if (!v2)
-      return strata_err_set(STRATA_ENOMEM, "lasso: out of memory");
+      return nomem(rd, t);
     t->val = v2;
     t->cap = cap;
   }
@@ -59,18 +70,50 @@ static int triplets_add(triplets *t, uint32_t r, uint32_t c, double v) {
   return 0;
 }
 
-static int triplets_target(triplets *t, double y) {
+static int triplets_target(const strata_lines *rd, triplets *t, double y) {
+  if (t->ny == UINT32_MAX)
+    return strata_err_set(STRATA_ERANGE, "%s:%zu: more than %u examples", rd->path, rd->lineno,
+                          UINT32_MAX);
   double *a = strata_grow(t->y, t->ny + 1, &t->ycap, UINT32_MAX, sizeof *a);
   if (!a)
-    return strata_err_set(STRATA_ENOMEM, "lasso: out of memory or more than 2^32 rows");
+    return nomem(rd, t);
   t->y = a;
   t->y[t->ny++] = y;
   return 0;
 }
 
+/* What reading to the triplets so far costs at its peak, triplets_to_csc:
+ * the triplets (row, column, value: 16 bytes, the arrays growing by
+ * doubling), the targets (8 bytes, doubling too), and the columns built
+ * from them (a row and a value, 12 bytes, and colptr, 8 bytes a column). */
+static double triplets_need(size_t nnz, size_t rows, uint64_t p) {
+  return 2.0 * 16 * (double)nnz + 12.0 * (double)nnz + 2.0 * 8 * (double)rows +
+         8.0 * ((double)p + 1);
+}
+
+/* strata_lines_fits for the triplets with nnz values, rows targets and p
+ * columns, naming what the line brings (the printf-formatted why). */
+static int triplets_fit(const strata_lines *rd, size_t nnz, size_t rows, uint64_t p,
+                        const char *why, ...) __attribute__((format(printf, 5, 6)));
+static int triplets_fit(const strata_lines *rd, size_t nnz, size_t rows, uint64_t p,
+                        const char *why, ...) {
+  double need = triplets_need(nnz, rows, p);
+  if (!rd->budget.avail || need <= (double)rd->budget.avail)
+    return 0;
+  char what[96];
+  va_list ap;
+  va_start(ap, why);
+  vsnprintf(what, sizeof what, why, ap);
+  va_end(ap);
+  return strata_lines_fits(rd, need, NULL,
+                           "%s: the data (%zu example%s, %llu feature%s, %zu stored value%s) needs",
+                           what, rows, rows == 1 ? "" : "s", (unsigned long long)p,
+                           p == 1 ? "" : "s", nnz, nnz == 1 ? "" : "s");
+}
+
 /* The triplets as columns (a counting sort by column, stable: rows stay in
  * file order, which is increasing). */
-static int triplets_to_csc(triplets *t, uint32_t p, lasso_data *d) {
+static int triplets_to_csc(const strata_lines *rd, triplets *t, uint32_t p, lasso_data *d) {
   memset(d, 0, sizeof *d);
   d->n = (uint32_t)t->ny;
   d->p = p;
@@ -97,7 +140,9 @@ static int triplets_to_csc(triplets *t, uint32_t p, lasso_data *d) {
   return 0;
 nomem:
   lasso_data_close(d);
-  return strata_err_set(STRATA_ENOMEM, "lasso: out of memory");
+  return strata_err_set(STRATA_ENOMEM,
+                        "%s: out of memory for %u examples, %u features, %zu stored values",
+                        rd->path, (uint32_t)t->ny, p, t->n);
 }
 
 /* A number field [s, e) that must be finite; 0 or STRATA_EPARSE naming it. */
@@ -124,31 +169,22 @@ bad:
                         strata_quote(q, sizeof q, s, len));
 }
 
-static int open_input(const char *path, FILE **f) {
-  *f = fopen(path, "r");
-  if (!*f)
-    return strata_err_set(STRATA_ENOENT, "%s: cannot open: %s", path, strerror(errno));
-  return 0;
-}
-
 /* svmlight: "target idx:val idx:val ... [# comment]". */
 static int read_svmlight(const char *path, lasso_data *d) {
   triplets t = {0};
-  FILE *f = NULL;
-  char *buf = NULL, q[STRATA_QUOTE_SIZE];
-  size_t cap = 0, line = 0;
-  ssize_t got;
-  int rc = open_input(path, &f);
+  strata_lines rd;
+  char q[STRATA_QUOTE_SIZE];
+  const char *text;
+  size_t len;
+  int rc = strata_lines_open(&rd, path);
   if (rc)
     return rc;
-  while ((got = getline(&buf, &cap, f)) >= 0) {
-    line++;
-    const char *s = buf, *e = buf + got, *fp, *fe;
+  while ((rc = strata_lines_next(&rd, &text, &len)) > 0) {
+    size_t line = rd.lineno;
+    const char *s = text, *e = text + len, *fp, *fe;
     const char *hash = memchr(s, '#', (size_t)(e - s));
     if (hash)
       e = hash;
-    while (e > s && (e[-1] == '\n' || e[-1] == '\r'))
-      e--;
     if (strata_field_blank(s, e))
       continue;
     strata_field_next(&s, e, &fp, &fe);
@@ -184,25 +220,25 @@ static int read_svmlight(const char *path, lasso_data *d) {
       last = idx;
       if ((rc = parse_number(path, line, "value", colon + 1, fe, &v)))
         goto done;
-      if (v != 0 && (rc = triplets_add(&t, r, (uint32_t)(idx - 1), v)))
+      /* An index sizes the columns, so a short line may ask for more than
+       * there is: checked before anything is allocated for it. */
+      uint64_t p = (uint64_t)idx > t.p ? (uint64_t)idx : t.p;
+      if (v != 0 && ((rc = triplets_fit(&rd, t.n + 1, t.ny + 1, p, "feature index %lld", idx)) ||
+                     (rc = triplets_add(&rd, &t, r, (uint32_t)(idx - 1), v))))
         goto done;
     }
-    if ((rc = triplets_target(&t, y)))
+    if ((rc = triplets_target(&rd, &t, y)))
       goto done;
   }
-  if (ferror(f)) {
-    rc = strata_err_set(STRATA_EIO, "%s: read error", path);
+  if (rc < 0)
     goto done;
-  }
   if (t.ny == 0) {
     rc = strata_err_set(STRATA_EEMPTY, "%s: no examples", path);
     goto done;
   }
-  rc = triplets_to_csc(&t, t.p ? t.p : 1, d);
+  rc = triplets_to_csc(&rd, &t, t.p ? t.p : 1, d);
 done:
-  free(buf);
-  if (f)
-    fclose(f);
+  strata_lines_close(&rd);
   triplets_close(&t);
   return rc;
 }
@@ -211,18 +247,15 @@ done:
  * the last one the target. */
 static int read_table(const char *path, lasso_data *d) {
   triplets t = {0};
-  FILE *f = NULL;
-  char *buf = NULL;
-  size_t cap = 0, line = 0, cols = 0;
-  ssize_t got;
-  int rc = open_input(path, &f);
+  strata_lines rd;
+  const char *text;
+  size_t len, cols = 0;
+  int rc = strata_lines_open(&rd, path);
   if (rc)
     return rc;
-  while ((got = getline(&buf, &cap, f)) >= 0) {
-    line++;
-    const char *s = buf, *e = buf + got, *fp, *fe;
-    while (e > s && (e[-1] == '\n' || e[-1] == '\r'))
-      e--;
+  while ((rc = strata_lines_next(&rd, &text, &len)) > 0) {
+    size_t line = rd.lineno;
+    const char *s = text, *e = text + len, *fp, *fe;
     if (strata_field_blank(s, e))
       continue;
     size_t k = 0;
@@ -237,6 +270,13 @@ static int read_table(const char *path, lasso_data *d) {
                             path, line, k);
         goto done;
       }
+      if (k - 1 > UINT32_MAX - 1) {
+        rc = strata_err_set(STRATA_EPARSE, "%s:%zu: the header names %zu features, more than %u",
+                            path, line, k - 1, UINT32_MAX - 1);
+        goto done;
+      }
+      if ((rc = triplets_fit(&rd, 0, 0, k - 1, "a header of %zu columns", k)))
+        goto done;
       cols = k;
       continue;
     }
@@ -248,6 +288,9 @@ static int read_table(const char *path, lasso_data *d) {
                           path, line, k, cols);
       goto done;
     }
+    /* At most a value per feature: the line's whole share at once. */
+    if ((rc = triplets_fit(&rd, t.n + cols - 1, t.ny + 1, cols - 1, "row %zu", t.ny + 1)))
+      goto done;
     uint32_t r = (uint32_t)t.ny;
     double v;
     s = s0;
@@ -255,26 +298,22 @@ static int read_table(const char *path, lasso_data *d) {
       if ((rc = parse_number(path, line, k + 1 == cols ? "target" : "value", fp, fe, &v)))
         goto done;
       if (k + 1 == cols) {
-        if ((rc = triplets_target(&t, v)))
+        if ((rc = triplets_target(&rd, &t, v)))
           goto done;
-      } else if (v != 0 && (rc = triplets_add(&t, r, (uint32_t)k, v))) {
+      } else if (v != 0 && (rc = triplets_add(&rd, &t, r, (uint32_t)k, v))) {
         goto done;
       }
     }
   }
-  if (ferror(f)) {
-    rc = strata_err_set(STRATA_EIO, "%s: read error", path);
+  if (rc < 0)
     goto done;
-  }
   if (t.ny == 0) {
     rc = strata_err_set(STRATA_EEMPTY, "%s: no examples", path);
     goto done;
   }
-  rc = triplets_to_csc(&t, (uint32_t)(cols - 1), d);
+  rc = triplets_to_csc(&rd, &t, (uint32_t)(cols - 1), d);
 done:
-  free(buf);
-  if (f)
-    fclose(f);
+  strata_lines_close(&rd);
   triplets_close(&t);
   return rc;
 }
@@ -319,8 +358,11 @@ static int synth_parse(const char *text, lasso_synth *s) {
     if (*p == ',')
       p++;
   }
-  if (s->nonzeros > s->p)
-    return strata_err_set(STRATA_EUSAGE, "--data '%s': nonzeros above p", text);
+  if (s->nonzeros > s->p) {
+    char q[STRATA_QUOTE_SIZE];
+    return strata_err_set(STRATA_EUSAGE, "--data '%s': nonzeros above p",
+                          strata_quote(q, sizeof q, text, strlen(text)));
+  }
   return 0;
 bad:;
   char q[STRATA_QUOTE_SIZE];
@@ -334,11 +376,22 @@ bad:;
  * probability density) and N(0,1) values scaled to unit norm, from a
  * stream seeded by (seed, f) alone: the matrix does not depend on how it is
  * split, and column f is the same whatever p is. */
-static int synth_generate(const lasso_synth *s, lasso_data *d) {
+static int synth_generate(const char *spec, const lasso_synth *s, lasso_data *d) {
   memset(d, 0, sizeof *d);
+  double expect = (double)s->n * s->density * s->p * 1.05 + 64.0 * s->p + 1024;
+  /* colptr, the rows and values at the expected count, y and beta*: refused
+   * before any of it is allocated. */
+  double need = 8.0 * ((double)s->p + 1) + 12.0 * expect + 8.0 * s->n + 8.0 * s->p;
+  strata_mem_budget budget;
+  strata_mem_budget_init(&budget);
+  char q[STRATA_QUOTE_SIZE];
+  int rc = strata_mem_check(&budget, need, "lower n, p or density",
+                            "--data '%s': %u x %u at density %g needs",
+                            strata_quote(q, sizeof q, spec, strlen(spec)), s->n, s->p, s->density);
+  if (rc)
+    return rc;
   d->n = s->n;
   d->p = s->p;
-  double expect = (double)s->n * s->density * s->p * 1.05 + 64.0 * s->p + 1024;
   size_t cap = (size_t)expect;
   d->colptr = strata_malloc(((size_t)s->p + 1) * sizeof *d->colptr);
   d->row = strata_malloc(cap * sizeof *d->row);
@@ -436,7 +489,7 @@ int lasso_data_read(const char *spec, lasso_data *d) {
   if (!strncmp(spec, "synth", 5) && (spec[5] == 0 || spec[5] == ':')) {
     lasso_synth s;
     int rc = synth_parse(spec, &s);
-    return rc ? rc : synth_generate(&s, d);
+    return rc ? rc : synth_generate(spec, &s, d);
   }
   if (!strncmp(spec, "tsv:", 4))
     return read_table(spec + 4, d);
@@ -448,6 +501,14 @@ int lasso_data_read(const char *spec, lasso_data *d) {
 int lasso_data_standardize(lasso_data *d) {
   uint32_t n = d->n, p = d->p;
   uint64_t nnz = (uint64_t)n * p;
+  /* The dense copy comes beside the sparse one. */
+  strata_mem_budget budget;
+  strata_mem_budget_init(&budget);
+  int rc = strata_mem_check(&budget, 12.0 * (double)nnz + 8.0 * ((double)p + 1),
+                            "leave out --standardize for sparse data",
+                            "--standardize: the %u x %u matrix made dense needs", n, p);
+  if (rc)
+    return rc;
   uint64_t *cp = strata_malloc(((size_t)p + 1) * sizeof *cp);
   uint32_t *row = strata_malloc((nnz ? nnz : 1) * sizeof *row);
   double *val = strata_malloc((nnz ? nnz : 1) * sizeof *val);

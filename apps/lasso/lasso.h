@@ -38,17 +38,22 @@ typedef struct lasso_synth {
  *   any other PATH             LIBSVM/svmlight: "target idx:val ...",
  *                              real-valued target, 1-based increasing
  *                              indices; '#' comments and blank lines skipped.
- * Errors carry one line naming the file and line: STRATA_ENOENT (cannot
- * open), STRATA_EPARSE (a malformed or non-finite field, a wrong column
- * count), STRATA_EEMPTY (no examples), STRATA_EUSAGE (a bad synth spec),
- * STRATA_ENOMEM.
+ * Files are read through strata/apps/lines.h: gzip data is decompressed,
+ * whatever the name. Errors carry one line naming the file and line:
+ * STRATA_ENOENT (cannot open), STRATA_EPARSE (a malformed or non-finite
+ * field, a wrong column count, a gzip stream cut short or without its
+ * trailer), STRATA_EEMPTY (no examples), STRATA_EUSAGE (a bad synth spec),
+ * STRATA_ENOMEM: at the line that brings it (a feature index sizes the
+ * columns), or for a synth spec before generating, the estimate of what
+ * reading needs outgrows the memory available (strata_mem_check).
  */
 int lasso_data_read(const char *spec, lasso_data *d);
 
 /* Centres and scales every column to unit population standard deviation
  * (divides by N) and centres y. A constant column becomes all zeros (its
  * coefficient then stays 0). The result is dense: N values per column.
- * 0 or STRATA_ENOMEM (d unchanged then). */
+ * 0 or STRATA_ENOMEM (d unchanged then), refused before allocating when
+ * the dense copy would not fit in the memory available. */
 int lasso_data_standardize(lasso_data *d);
 
 /* Frees the arrays and zeroes d; safe on a zeroed one. */

@@ -155,18 +155,40 @@ static void priv_free(void *p) {
   strata_free(m);
 }
 
+/* What lda_load allocates per document, word and token of the corpus
+ * beyond the corpus itself, at its peak (the estimate the readers check
+ * every size they read against): per document the doc-topic counts (K
+ * int32), its length, its count, block and place, its first token slot
+ * (8) and its place in the order, and strata_schedule_balance's sort entry
+ * (12); per word the word-topic counts (K floats), the meta's count, its
+ * count, block and place, spread_over_chunks's row and the sort entry;
+ * per token its place in a data block (strata_lda_token) and its topic z
+ * (uint16). */
+static strata_corpus_cost lda_cost(int K, char *what, size_t what_size) {
+  snprintf(what, what_size, "at K=%d topic%s", K, K == 1 ? "" : "s");
+  return (strata_corpus_cost){
+      .per_doc = 4.0 * K + 4 + 4 + 8 + 8 + 4 + 12,
+      .per_word = 4.0 * K + 4 + 4 + 8 + 4 + 12,
+      .per_token = sizeof(strata_lda_token) + sizeof(uint16_t),
+      .what = what,
+      .hint = strata_app_lda.memory_hint,
+  };
+}
+
 static int read_corpus(const lda_config *cfg, lda_priv *pv, strata_corpus *c) {
   int rc;
+  char what[64];
+  strata_corpus_cost cost = lda_cost(cfg->topics, what, sizeof what);
   if (cfg->vocab && (rc = strata_vocab_read(cfg->vocab, &pv->vocab))) return rc;
   if (strncmp(cfg->data, "synth:", 6) == 0) {
     strata_lda_synth s;
     strata_lda_synth_defaults(&s);
     if ((rc = strata_lda_synth_parse(cfg->data, &s))) return rc;
-    return strata_lda_synth_generate(&s, c);
+    return strata_lda_synth_generate_with(&s, &cost, c);
   }
   strata_corpus_format fmt;
   if ((rc = strata_corpus_format_parse(cfg->format, &fmt))) return rc;
-  return strata_corpus_read(cfg->data, fmt, pv->vocab.n, c);
+  return strata_corpus_read_with(cfg->data, fmt, pv->vocab.n, &cost, c);
 }
 
 /*

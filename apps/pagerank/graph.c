@@ -1,14 +1,23 @@
 /*
  * graph.c - the graphs strata-pagerank reads: SNAP edge lists (plain or
  * gzip), Matrix Market coordinate files, and Graph500's R-MAT generator.
+ * Files are read through strata/apps/lines.h, so a gzip stream cut short
+ * or without its trailer is an error, never a smaller graph. Every size is
+ * checked against the memory available before it is allocated: a Matrix
+ * Market size line, the edges as they come, an R-MAT spec.
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "pr.h"
+#include "strata/apps/lines.h"
 #include "strata/core.h"
+
+/* What pr_load (pagerank.c) adds per vertex and per edge once the graph
+ * is read: its own strata_problem_fits estimate. The readers count it too,
+ * so a graph is refused while it is read, not after. */
+#define LOAD_PER_VERTEX 64.0
+#define LOAD_PER_EDGE 8.0
 
 void pr_graph_free(pr_graph *g) {
   strata_free(g->src);
@@ -24,6 +33,16 @@ int pr_graph_rmat(const pr_rmat *r, pr_graph *g) {
   uint32_t n = (uint32_t)1 << r->scale;
   uint64_t m = (uint64_t)r->edge_factor << r->scale;
   uint32_t *perm = NULL;
+  /* The edges (two uint32 each), the permutation, and what load adds. */
+  strata_mem_budget budget;
+  strata_mem_budget_init(&budget);
+  int rc =
+      strata_mem_check(&budget, (8.0 + LOAD_PER_EDGE) * (double)m + (4.0 + LOAD_PER_VERTEX) * n,
+                       "lower scale or edge-factor",
+                       "--graph synth:scale=%d,edge-factor=%d: %u vertices and %llu edges need",
+                       r->scale, r->edge_factor, n, (unsigned long long)m);
+  if (rc)
+    return rc;
   g->src = strata_malloc(m * 4);
   g->dst = strata_malloc(m * 4);
   perm = strata_malloc((size_t)n * 4);
@@ -82,55 +101,6 @@ oom:
 
 /* ---- reading ---------------------------------------------------------- */
 
-typedef struct reader {
-  gzFile f;
-  const char *path;
-  char *buf;
-  size_t cap, len, pos;
-  size_t line;
-  int eof;
-} reader;
-
-/* The next line [*s, *e) without its end of line (CR LF or LF); 0 at the
- * end of the file. */
-static int next_line(reader *r, const char **s, const char **e) {
-  for (;;) {
-    char *nl = r->pos < r->len ? memchr(r->buf + r->pos, '\n', r->len - r->pos) : NULL;
-    if (nl || (r->eof && r->pos < r->len)) {
-      char *b = r->buf + r->pos, *end = nl ? nl : r->buf + r->len;
-      r->pos = nl ? (size_t)(nl - r->buf) + 1 : r->len;
-      if (end > b && end[-1] == '\r')
-        end--;
-      *s = b;
-      *e = end;
-      r->line++;
-      return 1;
-    }
-    if (r->eof)
-      return 0;
-    memmove(r->buf, r->buf + r->pos, r->len - r->pos);
-    r->len -= r->pos;
-    r->pos = 0;
-    if (r->len == r->cap) {
-      size_t cap = r->cap * 2;
-      char *nb = strata_realloc(r->buf, cap);
-      if (!nb)
-        return strata_err_set(STRATA_ENOMEM, "%s: out of memory", r->path);
-      r->buf = nb;
-      r->cap = cap;
-    }
-    int k = gzread(r->f, r->buf + r->len, (unsigned)(r->cap - r->len));
-    if (k < 0) {
-      int zerr;
-      const char *msg = gzerror(r->f, &zerr);
-      return strata_err_set(STRATA_EIO, "%s: %s", r->path, msg);
-    }
-    if (k == 0)
-      r->eof = 1;
-    r->len += (size_t)k;
-  }
-}
-
 /* An unsigned decimal id in [s, e); 0 or -1 when it is none. */
 static int parse_id(const char *s, const char *e, uint64_t *out) {
   if (s == e)
@@ -150,6 +120,15 @@ static int parse_id(const char *s, const char *e, uint64_t *out) {
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;
+}
+
+/* What reading a graph of n vertices (0: not known yet) and room for cap
+ * edges holds at its peak, and what load adds: the raw edges (two uint64
+ * each, growing by doubling: cap), their copy that renumber sorts (a SNAP
+ * list), the edges as vertex numbers (two uint32 each), the ids. */
+static double graph_need(int mm, uint64_t n, uint64_t m, uint64_t cap) {
+  return 16.0 * (double)cap + (mm ? 0 : 16.0 * (double)m) + (8.0 + LOAD_PER_EDGE) * (double)m +
+         (8.0 + LOAD_PER_VERTEX) * (double)n;
 }
 
 /* Dense vertex numbers for the ids of the edges (raw[2e], raw[2e + 1]), in
@@ -195,22 +174,19 @@ static int renumber(const char *path, uint64_t *raw, uint64_t m, pr_graph *g) {
 int pr_graph_read(const char *path, pr_graph *g) {
   memset(g, 0, sizeof *g);
   char q[STRATA_QUOTE_SIZE];
-  reader r = {.path = path, .cap = 1 << 20};
+  strata_lines rd;
   uint64_t *raw = NULL;
   size_t cap = 0;
   uint64_t m = 0;
   int rc = 0, mm = 0, sym = 0, sized = 0;
-  uint64_t mm_rows = 0, mm_cols = 0, mm_nnz = 0;
-  if (!(r.f = gzopen(path, "rb")))
-    return strata_err_set(errno == ENOENT ? STRATA_ENOENT : STRATA_EIO, "%s: cannot open: %s", path,
-                          strerror(errno ? errno : EIO));
-  if (!(r.buf = strata_malloc(r.cap))) {
-    rc = strata_err_set(STRATA_ENOMEM, "%s: out of memory", path);
-    goto done;
-  }
+  uint64_t mm_rows = 0, mm_cols = 0, mm_nnz = 0, mm_n = 0;
+  if ((rc = strata_lines_open(&rd, path)))
+    return rc;
   const char *s = NULL, *e = NULL;
-  while ((rc = next_line(&r, &s, &e)) == 1) {
-    if (r.line == 1 && e - s >= 14 && !memcmp(s, "%%MatrixMarket", 14)) {
+  size_t len;
+  while ((rc = strata_lines_next(&rd, &s, &len)) == 1) {
+    e = s + len;
+    if (rd.lineno == 1 && e - s >= 14 && !memcmp(s, "%%MatrixMarket", 14)) {
       mm = 1;
       const char *f, *fe, *p = s;
       int k = 0;
@@ -235,17 +211,32 @@ int pr_graph_read(const char *path, pr_graph *g) {
     uint64_t a, b;
     if (!strata_field_next(&p, e, &f1, &e1) || !strata_field_next(&p, e, &f2, &e2) ||
         parse_id(f1, e1, &a) || parse_id(f2, e2, &b)) {
-      rc = strata_err_set(STRATA_EPARSE, "%s:%zu: expected two vertex ids, got '%s'", path, r.line,
-                          strata_quote(q, sizeof q, s, (size_t)(e - s)));
+      rc = strata_err_set(STRATA_EPARSE, "%s:%zu: expected two vertex ids, got '%s'", path,
+                          rd.lineno, strata_quote(q, sizeof q, s, (size_t)(e - s)));
       goto done;
     }
     if (mm && !sized) {
       if (!strata_field_next(&p, e, &f3, &e3) || parse_id(f3, e3, &mm_nnz)) {
-        rc = strata_err_set(STRATA_EPARSE, "%s:%zu: expected 'rows cols entries'", path, r.line);
+        rc = strata_err_set(STRATA_EPARSE, "%s:%zu: expected 'rows cols entries'", path, rd.lineno);
         goto done;
       }
       mm_rows = a;
       mm_cols = b;
+      mm_n = a > b ? a : b;
+      /* The vertices are allocated by the declared size, edges or not, and
+       * the entries are promised (twice each, symmetric). */
+      if (mm_n > UINT32_MAX) {
+        rc = strata_err_set(STRATA_ERANGE,
+                            "%s:%zu: a %llu x %llu matrix: more than 2^32 - 1 vertices", path,
+                            rd.lineno, (unsigned long long)a, (unsigned long long)b);
+        goto done;
+      }
+      uint64_t promised = mm_nnz > UINT64_MAX / 2 ? UINT64_MAX : mm_nnz * (sym ? 2 : 1);
+      if ((rc = strata_lines_fits(&rd, graph_need(1, mm_n, promised, promised), NULL,
+                                  "a %llu x %llu matrix of %llu entr%s needs",
+                                  (unsigned long long)a, (unsigned long long)b,
+                                  (unsigned long long)mm_nnz, mm_nnz == 1 ? "y" : "ies")))
+        goto done;
       sized = 1;
       continue;
     }
@@ -253,17 +244,25 @@ int pr_graph_read(const char *path, pr_graph *g) {
       rc = strata_err_set(STRATA_ERANGE,
                           "%s:%zu: entry (%llu, %llu) outside the %llu x %llu "
                           "matrix",
-                          path, r.line, (unsigned long long)a, (unsigned long long)b,
+                          path, rd.lineno, (unsigned long long)a, (unsigned long long)b,
                           (unsigned long long)mm_rows, (unsigned long long)mm_cols);
       goto done;
     }
     for (int twice = 0; twice <= (mm && sym && a != b); twice++) {
-      uint64_t *nr = strata_grow(raw, 2 * m + 2, &cap, SIZE_MAX / 16, 8);
-      if (!nr) {
-        rc = strata_err_set(STRATA_ENOMEM, "%s: out of memory", path);
-        goto done;
+      if (2 * m + 2 > cap) {
+        /* The array doubles (strata_grow): checked before it does. */
+        uint64_t edges = cap ? (uint64_t)cap : 8;
+        if ((rc = strata_lines_fits(&rd, graph_need(mm, mm_n, m + 1, edges), NULL,
+                                    "%llu edges need", (unsigned long long)(m + 1))))
+          goto done;
+        uint64_t *nr = strata_grow(raw, 2 * m + 2, &cap, SIZE_MAX / 16, 8);
+        if (!nr) {
+          rc = strata_err_set(STRATA_ENOMEM, "%s:%zu: out of memory for %llu edges", path,
+                              rd.lineno, (unsigned long long)(m + 1));
+          goto done;
+        }
+        raw = nr;
       }
-      raw = nr;
       raw[2 * m] = twice ? b : a;
       raw[2 * m + 1] = twice ? a : b;
       m++;
@@ -281,12 +280,9 @@ int pr_graph_read(const char *path, pr_graph *g) {
     goto done;
   }
   if (mm) {
-    /* Matrix Market's vertices are 1..max(rows, cols), edges or not. */
-    uint64_t n = mm_rows > mm_cols ? mm_rows : mm_cols;
-    if (n > UINT32_MAX) {
-      rc = strata_err_set(STRATA_ERANGE, "%s: more than 2^32 - 1 vertices", path);
-      goto done;
-    }
+    /* Matrix Market's vertices are 1..max(rows, cols), edges or not (the
+     * size line checked their number). */
+    uint64_t n = mm_n;
     g->src = strata_malloc(m * 4);
     g->dst = strata_malloc(m * 4);
     g->ids = strata_malloc(n * 8);
@@ -309,7 +305,6 @@ done:
   if (rc)
     pr_graph_free(g);
   strata_free(raw);
-  strata_free(r.buf);
-  gzclose(r.f);
+  strata_lines_close(&rd);
   return rc;
 }

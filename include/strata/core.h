@@ -28,10 +28,55 @@ STRATA_EXPORT size_t strata_alloc_live(void);
 /* Test hook: the n-th allocation from now fails (n >= 1); 0 disarms. */
 STRATA_EXPORT void strata_alloc_fail_after(long n);
 
-/* Bytes of memory this process may still take on its host: the kernel's
- * MemAvailable, or less where the process's memory cgroup (v1 or v2) sets a
- * lower limit. 0 with *bytes = 0 when it cannot be told (not Linux). */
+/* ---- memory before work -------------------------------------------- */
+/*
+ * Bytes of memory this process may still take: the kernel's MemAvailable,
+ * or less where the process's memory cgroup (v1 or v2) sets a lower limit;
+ * the memory limit instead when one is set (strata_mem_set_limit); and in
+ * either case no more than what RLIMIT_AS (`ulimit -v`) and RLIMIT_DATA
+ * (`ulimit -d`) leave above what the process maps already. 0 with
+ * *bytes = 0 when none of these can be told (not Linux, no limit).
+ * Reads /proc: tens of microseconds, not a per-line call.
+ */
 STRATA_EXPORT int strata_mem_available(uint64_t *bytes);
+
+/*
+ * The memory limit of this process's run, in bytes; 0 (the default) for
+ * none. strata_engine_run sets it on every rank from
+ * strata_engine_opts.mem_limit (the CLI's --mem-limit) before load, so the
+ * readers' and load's estimates (strata_mem_check, strata_problem_fits)
+ * refuse what the run would not fit. Process-wide; thread-safe.
+ */
+STRATA_EXPORT void strata_mem_set_limit(uint64_t bytes);
+STRATA_EXPORT uint64_t strata_mem_limit(void);
+
+/*
+ * What a reader checks its sizes against before it allocates: the memory
+ * available when it started, taken once (strata_mem_budget_init), so that a
+ * check per line costs a comparison. A reader's estimate is the whole of
+ * what it and its caller will allocate for the data read so far, not an
+ * increment, so it is compared with what was available at the start.
+ */
+typedef struct strata_mem_budget {
+  uint64_t avail; /* bytes (strata_mem_available); 0: unknown, every size fits */
+  int bound;      /* what sets avail, for the message (internal values) */
+} strata_mem_budget;
+
+/* Measures the budget now. */
+STRATA_EXPORT void strata_mem_budget_init(strata_mem_budget *b);
+
+/*
+ * 0 when `bytes` fit in b (or b's memory is unknown). Else STRATA_ENOMEM
+ * with the message "SUBJECT about X GB, but this host has Y GB available:
+ * HINT", SUBJECT formatted from fmt (it names what needs the memory and
+ * ends with its verb: "ap.dat:1: a vocabulary of 4000000000 words at K=5
+ * topics needs"), ": HINT" only when hint is not NULL, and the memory
+ * available named by what bounds it: "(--mem-limit)" after it for the
+ * run's limit, "but this process may take Y GB more (ulimit -v)" (or -d)
+ * for a resource limit. Sizes print in GB, MB or KB.
+ */
+STRATA_EXPORT int strata_mem_check(const strata_mem_budget *b, double bytes, const char *hint,
+                                   const char *fmt, ...) STRATA_PRINTF(4, 5);
 
 /* ---- time ------------------------------------------------------------ */
 /* Monotonic wall clock in seconds. */

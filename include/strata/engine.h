@@ -44,7 +44,8 @@ typedef struct strata_engine_opts {
    * as view_objectives: what the workers' reads saw. */
   int score_view;
   /* sfb (sufficient factor broadcasting; strata/sf.h): each worker sends its
-   * factors to this many out-peers (1..P-1); 0: to every other worker. The
+   * factors to this many out-peers (1..P-1), which relay them so that every
+   * worker applies every factor once; 0: to every other worker. The
    * staleness bound is `staleness` (0: BSP). */
   int peers;
   /* sfb: digest every replica at every clock end and report the digests of
@@ -99,7 +100,9 @@ typedef struct strata_engine_opts {
    * rank will hold (blocks and the engine's copies of them) and refuses,
    * before anything is shipped, a run whose ranks on one host need more
    * than it has available: mem_limit bytes if > 0, else what each host
-   * measures (strata_mem_available). */
+   * measures (strata_mem_available). strata_engine_run also makes it the
+   * process's limit (strata_mem_set_limit), which load's readers and
+   * strata_problem_fits check their sizes against before they allocate. */
   uint64_t mem_limit;
   /* The live status (docs/cli.md, "Live status"). With status_addr
    * ("HOST:PORT", "[V6]:PORT" or ":PORT" for every address; port 0 picks
@@ -161,13 +164,14 @@ typedef struct strata_worker_stats {
   int64_t diff_sum;
   uint64_t reads;
   uint64_t hist[STRATA_TABLE_HIST];
-  /* sfb: factor sets (one per peer and clock) and factors this worker
-   * applied from its in-peers, and each factor's delay: the clock it was
-   * applied at minus the clock it was made in minus 1, so 0 when it comes in
-   * time for the next clock (always, under staleness 0); delay_hist[d]
-   * counts delay d, the last bucket everything later. factors_out: factors
-   * this worker computed (each sent to every out-peer); from_mask: bit q
-   * set when a set came from worker q (q < 64). */
+  /* sfb: factor sets (one per other worker and clock) and factors this
+   * worker applied from the others, and each factor's delay: the clock it
+   * was applied at minus the clock it was made in minus 1, so 0 when it
+   * comes in time for the next clock (always under staleness 0 and full
+   * broadcast; at most tau (s + 1) - 1); delay_hist[d] counts delay d, the
+   * last bucket everything later. factors_out: factors this worker computed
+   * (each sent to every out-peer); from_mask: bit q set when a set made by
+   * worker q was applied (q < 64). bytes_sent counts relayed sets too. */
   uint64_t sets_in, factors_in, factors_out;
   uint64_t delay_sum;
   int32_t delay_max;
@@ -265,9 +269,10 @@ typedef struct strata_run_result {
                         sent its last message) and waits in
                         strata_engine_finish for the verdict */
   /* sfb: the partial-broadcast topology: Q out-peers per worker (peers[p * Q
-   * + j], strata_malloc'd), its diameter tau (the clocks an update's effect
-   * takes to reach every worker), the lower bound on tau for (P, Q) and
-   * whether tau is proven minimal. Zero in other modes. */
+   * + j], strata_malloc'd), its diameter tau (the hops, relayed, and under
+   * staleness 0 the clocks, a factor takes to reach every worker), the lower
+   * bound on tau for (P, Q) and whether tau is proven minimal. Zero in other
+   * modes. */
   int sfb_peers, sfb_tau, sfb_tau_lower, sfb_tau_optimal;
   int *sfb_topology;
   /* Checkpoints: passes restored by --resume (0: none; per_pass and the

@@ -47,13 +47,16 @@ STRATA_EXPORT void strata_problem_close(strata_problem *prob);
 
 /*
  * For load, before it allocates its parameter blocks, `bytes` of them in
- * all: refuses (STRATA_ENOMEM) when they cannot fit in the memory this host
- * has available (strata_mem_available), with the message "WHAT need about
- * X GB, but this host has Y GB available: HINT" (hint may be NULL), so that
- * a model far too large is refused rather than the coordinator killed for
- * want of memory. 0 when they fit, or when the memory available cannot be
- * told. The engine then checks every rank's share before set-up
- * (strata_engine_opts.mem_limit).
+ * all: refuses (STRATA_ENOMEM) when they cannot fit in the memory this
+ * process may take (strata_mem_available: the host's, the run's
+ * --mem-limit, a ulimit), with the message "WHAT need about X GB, but this
+ * host has Y GB available: HINT" (hint may be NULL; core.h's
+ * strata_mem_check words the memory available), so that a model far too
+ * large is refused rather than the coordinator killed for want of memory.
+ * 0 when they fit, or when the memory available cannot be told. The engine
+ * then checks every rank's share before set-up
+ * (strata_engine_opts.mem_limit). A reader checks the sizes it reads the
+ * same way, line by line, with strata_mem_check (core.h).
  */
 STRATA_EXPORT int strata_problem_fits(const char *what, double bytes, const char *hint);
 

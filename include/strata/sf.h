@@ -8,7 +8,8 @@
  * STRATA_APP_ADDITIVE). The engine then runs one app source three ways:
  *   --mode sfb       every worker keeps a replica of W and sends the factors
  *                    it computes to its peers (all of them, or Q of them:
- *                    --peers), which rebuild the update locally;
+ *                    --peers, which relay them to the rest), which rebuild
+ *                    the update locally;
  *   bsp, ssp, ...    full-matrix synchronisation (FMS): W's rows live in a
  *                    parameter-server table, each worker reads them under
  *                    the mode's rule and sends the rows the factors changed

@@ -48,8 +48,12 @@ const char *fuzz_path(void);
 /* Writes size bytes to fuzz_path(), replacing what was there. */
 void fuzz_write(const uint8_t *data, size_t size);
 
-/* Start of an input: clears the error message and remembers the bytes live
- * in strata's allocator. */
+/* The memory limit every input runs under (strata_mem_set_limit): 64 MB,
+ * so the readers' size checks refuse what a few bytes may ask for. */
+#define FUZZ_MEM_LIMIT 64000000
+
+/* Start of an input: clears the error message, remembers the bytes live
+ * in strata's allocator and sets the memory limit. */
 void fuzz_start(void);
 
 /*

@@ -16,7 +16,11 @@
 #include "strata/error.h"
 
 /*
- * A corpus reader expands counts into tokens, and a UCI header's document
+ * Every reader checks the sizes a file declares or implies against the
+ * memory available before allocating for them; fuzz_start sets the run's
+ * limit (strata_mem_set_limit) to FUZZ_MEM_LIMIT, so those checks run, and
+ * refuse, on inputs of a few bytes. Behind them:
+ * a corpus reader expands counts into tokens, and a UCI header's document
  * count sizes an array: a file of a few bytes may rightly ask for any
  * amount of memory, which strata_malloc turns into STRATA_ENOMEM when
  * malloc refuses. Under ASan (libFuzzer's build, and the regular build's
@@ -127,6 +131,9 @@ int fuzz_input_begin(fuzz_input *in, const uint8_t *data, size_t size) {
 void fuzz_start(void) {
   strata_err_clear();
   live0 = strata_alloc_live();
+  /* Well below ASan's 256 MiB (above): the readers' own size checks
+   * (strata_mem_check) refuse first, so they run too. */
+  strata_mem_set_limit(FUZZ_MEM_LIMIT);
 }
 
 void fuzz_finish(int rc, const char *prefix) {

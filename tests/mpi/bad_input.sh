@@ -10,6 +10,7 @@
 #  - exit with the same code on every rank (recorded per rank);
 #  - quote input escaped: with PRINTABLE set, stderr holds printable ASCII
 #    only.
+# With ULIMIT_V set, the whole job runs under `ulimit -v ULIMIT_V` (KiB).
 . "$(dirname "$0")/common.sh"
 
 CASE=$1
@@ -37,6 +38,11 @@ printf '1\t10\t4\n2\t20\n' >badtest.txt
 printf '1\t10\t4\n\001M-\033\033[31mRED\t20\t3\n' >garbage.txt
 printf '2 0:1 1:2\n\001M-\033\033[31mRED 0:1\n' >garbage.dat
 printf '1\t10\t4\n18446744073709551615\t20\t3\n' >hugeid.txt
+# Sizes far beyond memory in a few bytes: a UCI vocabulary, an lda-c word
+# id and an lda-c count of 4e9.
+printf '2\n4000000000\n1\n1 4000000000 1\n' >hugevocab.txt
+printf '1 4000000000:1\n' >hugeid.dat
+printf '1 0:4000000000\n' >hugecount.dat
 # LIBSVM classification files for mlr.
 printf '1 1:0.5 3:1\n2 2:1\n1 1:1 2:0.5\n2 3:1\n' >good.svm
 printf '1 1:0.5 3:1\n2:1 3:1\n' >nolabel.svm
@@ -112,9 +118,29 @@ case $CASE in
   mf-too-large-for-host)
     WANT=1 MSG="which has 10.0 MB available (--mem-limit): the coordinator"
     ARGS=(--data synth:users=2000,items=500,ratings=20000 --rank 400 --mem-limit 0.01) ;;
+  # (Load's own estimate, 61 MB, fits in the limit: the run's does not.)
   lda-too-large-for-host)
     WANT=1 MSG="MB each (parameters"
-    ARGS=(--data synth:docs=2000,len=20,vocab=3000,topics=5 --topics 3000 --mem-limit 0.05) ;;
+    ARGS=(--data synth:docs=2000,len=20,vocab=3000,topics=5 --topics 3000 --mem-limit 0.1) ;;
+  # Sizes far beyond the memory available are refused at the line that
+  # declares them, before anything is allocated for them (a few seconds
+  # at most), under a 4 GiB address-space limit, or --mem-limit.
+  lda-huge-vocab)
+    ULIMIT_V=4194304 WANT=1
+    MSG="hugevocab.txt:2: vocabulary size W 4000000000: the corpus (2 documents, 4000000000 words, 0 tokens) at K=5 topics needs about"
+    ARGS=(--data hugevocab.txt --topics 5) ;;
+  lda-huge-word-id)
+    ULIMIT_V=4194304 WANT=1 MSG="hugeid.dat:1: pair 4000000000:1: the corpus (1 document, 4000000001 words, 1 token)"
+    ARGS=(--data hugeid.dat --topics 5) ;;
+  lda-huge-count)
+    ULIMIT_V=4194304 WANT=1 MSG="hugecount.dat:1: pair 0:4000000000: the corpus (1 document, 1 word, 4000000000 tokens)"
+    ARGS=(--data hugecount.dat --topics 5) ;;
+  lda-huge-count-serial)
+    NP=1 ULIMIT_V=4194304 WANT=1 MSG="hugecount.dat:1: pair 0:4000000000"
+    ARGS=(--mode serial --data hugecount.dat --topics 5) ;;
+  lda-huge-word-id-mem-limit)
+    WANT=1 MSG="hugeid.dat:1: pair 4000000000:1: the corpus (1 document, 4000000001 words, 1 token) at K=5 topics needs about 208.0 GB, but this host has 2.0 GB available (--mem-limit): lower --topics"
+    ARGS=(--data hugeid.dat --topics 5 --mem-limit 2) ;;
   lda-garbage-line)
     PRINTABLE=1 WANT=1 MSG="garbage.dat:2: pair count '\x01M-\x1b\x1b[31mRED' is not an integer"
     ARGS=(--data garbage.dat) ;;
@@ -139,6 +165,17 @@ case $CASE in
   *) fail "unknown case $CASE" ;;
 esac
 
+if [ -n "${ULIMIT_V:-}" ]; then
+  if ldd "${PROG[0]}" 2>/dev/null | grep -q libasan; then
+    # AddressSanitizer maps terabytes of shadow memory: no ulimit -v holds
+    # it. The run's limit stands in for it.
+    ARGS+=(--mem-limit 4)
+    echo "AddressSanitizer build: --mem-limit 4 instead of ulimit -v $ULIMIT_V"
+  else
+    RANKS_WRAP=(sh -c "ulimit -v $ULIMIT_V && exec \"\$@\"" sh)
+    echo "under ulimit -v $ULIMIT_V"
+  fi
+fi
 echo "case $CASE: np $NP: ${PROG[*]} ${ARGS[*]} -q --metrics-out $METRICS $MODEL_FLAG $MODEL"
 start=$(date +%s.%N)
 cmd=("${PROG[@]}" "${ARGS[@]}" -q --metrics-out "$METRICS" "$MODEL_FLAG" "$MODEL")

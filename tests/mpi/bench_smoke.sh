@@ -4,8 +4,9 @@
 # every output parses: runs.jsonl (one JSON object per run, with the
 # machine, the git revision, the parameters and the metrics), summary.md
 # (its tables), scale_model.json (validation rows) and the PNG plots. The
-# sfb runs' bytes per clock must equal the cost model's P Q (24 + K (12 +
-# 4 J + 8 nnz_v)) exactly (bench/scale_model.py's wire format).
+# sfb runs' bytes per clock must equal the cost model's P (P - 1) (24 +
+# K (12 + 4 J + 8 nnz_v)) exactly (bench/scale_model.py's wire format: every
+# set reaches every other worker once, relayed under partial broadcast).
 . "$(dirname "$0")/common.sh"
 
 : "${STRATA_BUILD_DIR:?STRATA_BUILD_DIR (the build directory) must be set}"

@@ -11,8 +11,10 @@
 #              diverges (exit 3, with the hint) where the filtered one does not;
 #              the table written as svmlight gives the same objective.
 #   bad_input  a missing file, a malformed line, a wrong column count, a NaN,
-#              an unknown flag and --lambda with --lambda-ratio: one error line
-#              naming the problem, the same exit code on all 3 ranks.
+#              an unknown flag, --lambda with --lambda-ratio, and a synth
+#              spec too large for memory (under ulimit -v, with --mem-limit,
+#              serially): one error line naming the problem, the same exit
+#              code on all 3 ranks.
 . "$(dirname "$0")/common.sh"
 
 : "${STRATA_LASSO:?STRATA_LASSO (path of strata-lasso) must be set}"
@@ -129,7 +131,7 @@ PY
     check() { # WANT TEXT ARGS...
       local want=$1 text=$2
       shift 2
-      mpi 3 "$STRATA_LASSO" "$@" -q >bad.out 2>bad.err
+      mpi_wrapped 3 "$STRATA_LASSO" "$@" -q >bad.out 2>bad.err
       expect_rc "$want" $? "$*"
       expect_one_error bad.err "strata-lasso: " "$text"
       rank_codes 3 "$STRATA_LASSO" "$@" -q
@@ -141,6 +143,21 @@ PY
     check 1 "nan.svm:2: value 'nan' is not finite" --data nan.svm
     check 2 "unknown flag '--bogus'" --bogus 1
     check 2 "--lambda and --lambda-ratio exclude each other" --lambda 1 --lambda-ratio 0.1
+    # A generator's size beyond the memory available is refused before
+    # anything is allocated: under a 4 GiB address-space limit, and with
+    # --mem-limit; and serially.
+    TOO_BIG="--data 'synth:p=1e9': 500 x 1000000000 at density 0.05 needs about"
+    # (AddressSanitizer's shadow memory does not fit under a ulimit -v.)
+    if ! ldd "$STRATA_LASSO" 2>/dev/null | grep -q libasan; then
+      RANKS_WRAP=(sh -c 'ulimit -v 4194304 && exec "$@"' sh)
+      check 1 "$TOO_BIG" --data synth:p=1e9
+      RANKS_WRAP=()
+    fi
+    check 1 "$TOO_BIG" --data synth:p=1e9 --mem-limit 2
+    grep -q "this host has 2.0 GB available (--mem-limit)" bad.err || fail "the limit is not named"
+    timeout "$RUN_LIMIT" "$STRATA_LASSO" --mode serial --data synth:p=1e9 -q >bad.out 2>bad.err
+    expect_rc 1 $? "serial --data synth:p=1e9"
+    expect_one_error bad.err "strata-lasso: " "$TOO_BIG"
     ;;
   *) fail "unknown case '$CASE'" ;;
 esac

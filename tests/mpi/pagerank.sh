@@ -9,7 +9,9 @@
 #  - the ground truth is cached by the graph's checksum;
 #  - a run resumed from a checkpoint ends with a straight run's ranks;
 #  - R-MAT is deterministic for its seed;
-#  - bad input: one line, the right exit code, on every rank.
+#  - bad input: one line, the right exit code, on every rank; a cut or
+#    trailer-less gzip (SNAP and Matrix Market) and sizes beyond the memory
+#    available refused, serially.
 # With ../shared/data, the same serial/scheduled check on soc-Slashdot0902.
 . "$(dirname "$0")/common.sh"
 : "${STRATA_PAGERANK:?STRATA_PAGERANK must be set}"
@@ -227,6 +229,33 @@ bad 2 'damping' --graph g.txt --damping 1.5
 bad 2 'scale' --graph synth:scale=40
 bad 2 'subtile-bits' --graph g.txt --subtile-bits 4
 bad 2 'graph' --passes 3
+# One rank in serial mode: a gzip stream cut in the middle or missing its
+# 8-byte trailer, SNAP and Matrix Market, is refused naming the file (never
+# read as a smaller graph); sizes beyond the memory available are refused
+# at the line that declares them, before anything is allocated for them.
+bad_serial() { # WANT_RC PATTERN PATTERN2 ARGS...
+  local want=$1 pat=$2 pat2=$3
+  shift 3
+  timeout "$RUN_LIMIT" "$PR" --mode serial "$@" -q >bad.out 2>bad.err
+  local rc=$?
+  expect_rc "$want" "$rc" "serial $*"
+  expect_one_error bad.err "strata-pagerank: " "$pat"
+  grep -q -- "$pat2" bad.err || fail "serial $*: the message lacks '$pat2'"
+  [ ! -e out ] || fail "$*: wrote a model"
+}
+gzip -c g.mtx >g.mtx.gz
+for f in g.txt.gz g.mtx.gz; do
+  size=$(stat -c %s $f)
+  head -c $((size / 2)) $f >cut-$f
+  head -c $((size - 8)) $f >notrailer-$f
+  bad_serial 1 "cut-$f:" 'truncated gzip data' --graph cut-$f --model-out out
+  bad_serial 1 "notrailer-$f:" 'truncated gzip data' --graph notrailer-$f --model-out out
+done
+printf '%%%%MatrixMarket matrix coordinate pattern general\n4000000000 4000000000 1\n1 1\n' >huge.mtx
+bad_serial 1 'huge.mtx:2: a 4000000000 x 4000000000 matrix of 1 entry needs about' \
+  'GB available (--mem-limit)' --graph huge.mtx --mem-limit 1 --model-out out
+bad_serial 1 '--graph synth:scale=31,edge-factor=1024: 2147483648 vertices and 2199023255552 edges need about' \
+  'lower scale or edge-factor' --graph synth:scale=31,edge-factor=1024 --model-out out
 ok "bad input"
 
 if [ -d "${STRATA_SHARED_DATA:-}/snap-soc-slashdot0902" ]; then

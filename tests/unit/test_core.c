@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -759,6 +761,77 @@ static void test_fields(void **state) {
   assert_false(strata_field_blank(line, e));
 }
 
+/* ---- memory before work --------------------------------------------- */
+
+/* The run's limit replaces the host's measure; the budget refuses what is
+ * beyond it, naming --mem-limit, and takes what fits. */
+static void test_mem_limit(void **state) {
+  (void)state;
+  struct rlimit as, data;
+  assert_int_equal(getrlimit(RLIMIT_AS, &as), 0);
+  assert_int_equal(getrlimit(RLIMIT_DATA, &data), 0);
+  if (as.rlim_cur != RLIM_INFINITY || data.rlim_cur != RLIM_INFINITY) {
+    print_message("a ulimit is set: skipping the limit's checks\n");
+    skip();
+  }
+  strata_mem_set_limit(250000000);
+  assert_int_equal(strata_mem_limit(), 250000000);
+  uint64_t avail;
+  assert_int_equal(strata_mem_available(&avail), 0);
+  assert_int_equal(avail, 250000000);
+  strata_mem_budget b;
+  strata_mem_budget_init(&b);
+  assert_int_equal(strata_mem_check(&b, 2.4e8, "hint", "%s needs", "this"), 0);
+  assert_int_equal(strata_mem_check(&b, 3.5e9, "lower X", "%s needs", "the thing"), STRATA_ENOMEM);
+  assert_string_equal(strata_err_msg(), "the thing needs about 3.5 GB, but this host has 250.0 MB "
+                                        "available (--mem-limit): lower X");
+  assert_int_equal(strata_mem_check(&b, 4.2e8, NULL, "x needs"), STRATA_ENOMEM);
+  assert_string_equal(strata_err_msg(),
+                      "x needs about 420.0 MB, but this host has 250.0 MB available (--mem-limit)");
+  strata_mem_set_limit(0);
+  strata_err_clear();
+  /* Without a limit, the host's (Linux tells it). */
+  assert_int_equal(strata_mem_available(&avail), 0);
+  assert_true(avail > 0);
+}
+
+/* Under `ulimit -v`, what the process may still map bounds the estimate:
+ * checked in a child, whose address space gets 256 MiB above what it maps
+ * now. */
+static void test_mem_rlimit(void **state) {
+  (void)state;
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    unsigned long long pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f || fscanf(f, "%llu", &pages) != 1) _exit(10);
+    fclose(f);
+    uint64_t used = pages * (uint64_t)sysconf(_SC_PAGESIZE), room = 256ull << 20;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) != 0) _exit(11);
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < used + room) _exit(0); /* tighter already */
+    rl.rlim_cur = used + room;
+    if (setrlimit(RLIMIT_AS, &rl) != 0) _exit(12);
+    /* A larger --mem-limit does not lift it. */
+    strata_mem_set_limit(1ull << 40);
+    strata_mem_budget b;
+    strata_mem_budget_init(&b);
+    if (b.avail == 0 || b.avail > room) _exit(13);
+    if (strata_mem_check(&b, 1e12, NULL, "it needs") != STRATA_ENOMEM) _exit(14);
+    if (!strstr(strata_err_msg(), "it needs about 1000.0 GB, but this process may take ") ||
+        !strstr(strata_err_msg(), "more (ulimit -v)"))
+      _exit(15);
+    if (strata_mem_check(&b, (double)(room / 2), NULL, "it needs") != 0) _exit(16);
+    _exit(0);
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  if (WEXITSTATUS(status) != 0) fail_msg("the child's check %d failed", WEXITSTATUS(status));
+}
+
 /* The headers' version macros agree with each other and with the library
  * the test is linked with. */
 static void test_version_macros_match_library(void **st) {
@@ -806,6 +879,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_grow, setup, teardown),
       cmocka_unit_test_setup_teardown(test_alias, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fields, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_mem_limit, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_mem_rlimit, setup, teardown),
   };
   return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }

@@ -523,6 +523,108 @@ static void test_bad_gzip(void **state) {
   assert_live(fx);
 }
 
+/* Cut short or without its trailer, a gzip stream is refused by both
+ * readers, naming the file, never read as a shorter corpus. */
+static int read_fmt(const char *path, void *ctx) {
+  strata_corpus c = {0};
+  int rc = strata_corpus_read(path, *(const strata_corpus_format *)ctx, 0, &c);
+  if (rc == 0) assert_true(c.n_tokens > 0);
+  if (rc) assert_null(c.word);
+  strata_corpus_close(&c);
+  return rc;
+}
+
+static void test_gzip_cut_or_trailerless(void **state) {
+  fixture *fx = *state;
+  static char uci[16384], ldac[16384];
+  size_t u = (size_t)snprintf(uci, sizeof uci, "40\n500\n400\n"), l = 0;
+  for (int k = 0; k < 400; k++)
+    u += (size_t)snprintf(uci + u, sizeof uci - u, "%d %d %d\n", 1 + k / 10, 1 + (k * 37) % 500,
+                          1 + k % 3);
+  for (int d = 0; d < 100; d++)
+    l += (size_t)snprintf(ldac + l, sizeof ldac - l, "3 %d:1 %d:2 %d:1\n", d, 100 + d * 7 % 300,
+                          400 + d);
+  strata_corpus_format fmt = STRATA_CORPUS_UCI;
+  assert_gzip_damage_refused(fx, uci, read_fmt, &fmt);
+  fmt = STRATA_CORPUS_LDAC;
+  assert_gzip_damage_refused(fx, ldac, read_fmt, &fmt);
+}
+
+/* ---- sizes checked before they are allocated ------------------------- */
+
+/* A short file may declare or imply any size: a UCI header's D or W, an
+ * lda-c word id (the vocabulary is 1 + the largest) or a count (tokens).
+ * Each is refused at its line against the memory available (here a
+ * --mem-limit of 64 MB), with the estimate, before the reader allocates
+ * for it. With a caller's cost (LDA's at K = 5) the vocabulary counts too;
+ * without one only the reader's own arrays (documents and tokens) do. */
+static void test_sizes_refused(void **state) {
+  fixture *fx = *state;
+  strata_mem_set_limit(64000000);
+  const strata_corpus_cost k5 = {.per_doc = 60, .per_word = 56, .per_token = 14,
+                                 .what = "at K=5 topics", .hint = "lower --topics"};
+  static const struct {
+    const char *text;
+    strata_corpus_format fmt;
+    int plain; /* without a cost */
+    size_t line;
+    const char *what;
+  } cases[] = {
+      {"2\n4000000000\n1\n1 4000000000 1\n", STRATA_CORPUS_UCI, 0, 2,
+       "vocabulary size W 4000000000: the corpus (2 documents, 4000000000 words, 0 tokens) at K=5 "
+       "topics needs about 224.0 GB, but this host has 64.0 MB available (--mem-limit): lower "
+       "--topics"},
+      {"4000000000\n5\n1\n1 1 1\n", STRATA_CORPUS_AUTO, 1, 1,
+       "document count D 4000000000: the corpus (4000000000 documents, 0 words, 0 tokens) needs "
+       "about 32.0 GB, but this host has 64.0 MB available (--mem-limit)"},
+      {"3\n5\n2\n1 1 1\n2 3 4000000000\n", STRATA_CORPUS_UCI, 0, 5,
+       "count 4000000000: the corpus (3 documents, 5 words, 4000000001 tokens) at K=5 topics needs "
+       "about 72.0 GB, but"},
+      {"1 4000000000:1\n", STRATA_CORPUS_AUTO, 0, 1,
+       "pair 4000000000:1: the corpus (1 document, 4000000001 words, 1 token) at K=5 topics"},
+      {"1 0:2\n1 0:4000000000\n", STRATA_CORPUS_LDAC, 1, 2,
+       "pair 0:4000000000: the corpus (2 documents, 1 word, 4000000002 tokens) needs about 32.0 GB"},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    const char *path = write_tmp(fx, cases[k].text);
+    strata_corpus c = {0};
+    int rc = strata_corpus_read_with(path, cases[k].fmt, 0, cases[k].plain ? NULL : &k5, &c);
+    if (rc != STRATA_ENOMEM) fail_msg("case %zu: code %d, message '%s'", k, rc, strata_err_msg());
+    assert_msg_at(strata_err_msg(), path, cases[k].line, cases[k].what);
+    assert_null(c.word);
+    assert_live(fx);
+  }
+  /* The hint names what to lower only when the caller's share is most of
+   * the estimate: not for tokens. */
+  assert_null(strstr(strata_err_msg(), "--topics"));
+  /* A vocabulary of 1000 words fits; at 20000 topics (80 KB a word) not. */
+  const char *path = write_tmp(fx, "1 999:1\n");
+  strata_corpus c = {0};
+  assert_int_equal(strata_corpus_read_with(path, STRATA_CORPUS_LDAC, 0, &k5, &c), 0);
+  strata_corpus_close(&c);
+  strata_corpus_cost k20000 = {.per_doc = 80000, .per_word = 80000, .per_token = 14,
+                               .what = "at K=20000 topics", .hint = "lower --topics"};
+  assert_int_equal(strata_corpus_read_with(path, STRATA_CORPUS_LDAC, 0, &k20000, &c),
+                   STRATA_ENOMEM);
+  assert_msg_at(strata_err_msg(), path, 1,
+                "pair 999:1: the corpus (1 document, 1000 words, 1 token) at K=20000 topics needs "
+                "about 80.1 MB, but this host has 64.0 MB available (--mem-limit): lower --topics");
+  /* The generator, before it allocates. */
+  strata_lda_synth s;
+  strata_lda_synth_defaults(&s);
+  s.vocab = 4000000000u;
+  assert_int_equal(strata_lda_synth_generate_with(&s, &k5, &c), STRATA_ENOMEM);
+  const char *want = "--data synth: 2000 documents of mean length 100, 4000000000 words and 20 "
+                     "topics at K=5 topics need about ";
+  if (strncmp(strata_err_msg(), want, strlen(want)) != 0) fail_msg("message '%s'", strata_err_msg());
+  assert_null(c.word);
+  /* Without the limit, the host's memory: a 10-word corpus reads. */
+  strata_mem_set_limit(0);
+  assert_int_equal(strata_corpus_read_with(path, STRATA_CORPUS_LDAC, 0, &k5, &c), 0);
+  strata_corpus_close(&c);
+  assert_live(fx);
+}
+
 /* ---- a line longer than the read buffer ------------------------------ */
 
 static void test_long_line(void **state) {
@@ -1091,7 +1193,7 @@ int main(void) {
       T(test_ldac_good),        T(test_auto_detect),     T(test_vocab_good),
       T(test_vocab_bad),        T(test_missing_file),    T(test_bad_inputs),
       T(test_bad_gzip),         T(test_long_line),       T(test_alloc_failure),
-      T(test_ldac_count_out_of_memory),
+      T(test_ldac_count_out_of_memory), T(test_gzip_cut_or_trailerless), T(test_sizes_refused),
       T(test_garbage_quoted), T(test_synth_parse_good), T(test_synth_parse_bad), T(test_synth_deterministic),
       T(test_synth_statistics), T(test_synth_invalid),   T(test_synth_random_specs),
       T(test_synth_speed),      T(test_uci_kos),         T(test_ldac_ap),

@@ -121,6 +121,63 @@ static void standardize_population_sd(void **state) {
   lasso_data_close(&d);
 }
 
+/* Both readers take gzip (by content), and refuse a stream cut short or
+ * without its trailer, naming the file. */
+static int read_as(const char *path, void *ctx) {
+  char spec[96];
+  snprintf(spec, sizeof spec, "%s%s", ctx ? "tsv:" : "", path);
+  lasso_data d;
+  int rc = lasso_data_read(spec, &d);
+  if (rc == 0)
+    assert_true(d.n == 400 && d.p >= 3);
+  lasso_data_close(&d);
+  return rc;
+}
+
+static void gzip_cut_or_trailerless(void **state) {
+  fixture *fx = *state;
+  static char svm[16384], tsv[16384];
+  size_t a = 0, b = (size_t)snprintf(tsv, sizeof tsv, "A\tB\tC\tY\n");
+  for (int k = 0; k < 400; k++) {
+    a += (size_t)snprintf(svm + a, sizeof svm - a, "%d.5 1:%d %d:0.25\n", k, k % 7, 2 + k % 3);
+    b += (size_t)snprintf(tsv + b, sizeof tsv - b, "%d\t%d\t0.5\t%d.25\n", k % 5, k % 11, k);
+  }
+  assert_gzip_damage_refused(fx, svm, read_as, NULL);
+  assert_gzip_damage_refused(fx, tsv, read_as, fx);
+}
+
+/* Sizes are refused against the memory available (a 64 MB limit here)
+ * before anything is allocated for them: a feature index (it sizes the
+ * columns) at its line, a synth spec, and the dense copy --standardize
+ * would make. */
+static void sizes_refused(void **state) {
+  fixture *fx = *state;
+  strata_mem_set_limit(64000000);
+  lasso_data d;
+  const char *path = write_tmp(fx, "1.5 1:2\n2 4000000000:1\n");
+  assert_int_equal(lasso_data_read(path, &d), STRATA_ENOMEM);
+  assert_msg_at(strata_err_msg(), path, 2,
+                "feature index 4000000000: the data (2 examples, 4000000000 features, 2 stored "
+                "values) needs about 32.0 GB, but this host has 64.0 MB available (--mem-limit)");
+  assert_int_equal(lasso_data_read("synth:p=1e9", &d), STRATA_ENOMEM);
+  const char *want = "--data 'synth:p=1e9': 500 x 1000000000 at density 0.05 needs about ";
+  if (strncmp(strata_err_msg(), want, strlen(want)) != 0)
+    fail_msg("message '%s'", strata_err_msg());
+  /* 100 x 100000 reads sparse (one value a row) but not dense. */
+  static char text[2048];
+  size_t n = 0;
+  for (int k = 0; k < 100; k++)
+    n += (size_t)snprintf(text + n, sizeof text - n, "%d 100000:1\n", k);
+  assert_int_equal(lasso_data_read(write_tmp(fx, text), &d), 0);
+  assert_int_equal(lasso_data_standardize(&d), STRATA_ENOMEM);
+  assert_int_equal(d.nnz, 100); /* unchanged */
+  want = "--standardize: the 100 x 100000 matrix made dense needs about 120.8 MB, but this host "
+         "has 64.0 MB available (--mem-limit)";
+  if (strncmp(strata_err_msg(), want, strlen(want)) != 0)
+    fail_msg("message '%s'", strata_err_msg());
+  lasso_data_close(&d);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(table_reads, setup, teardown),
@@ -128,6 +185,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(bad_input_names_the_line, setup, teardown),
       cmocka_unit_test_setup_teardown(synth_columns_are_fixed, setup, teardown),
       cmocka_unit_test_setup_teardown(standardize_population_sd, setup, teardown),
+      cmocka_unit_test_setup_teardown(gzip_cut_or_trailerless, setup, teardown),
+      cmocka_unit_test_setup_teardown(sizes_refused, setup, teardown),
   };
   return cmocka_run_group_tests_name("lasso_data", tests, NULL, NULL);
 }

@@ -409,6 +409,45 @@ static void test_satimage(void **state) {
   assert_live(fx);
 }
 
+/* Cut short or without its trailer, a gzip stream is refused naming the
+ * file, never read as fewer examples. */
+static int read_plain(const char *path, void *ctx) {
+  (void)ctx;
+  strata_libsvm d = {0};
+  int rc = strata_libsvm_read(path, NULL, &d);
+  if (rc) assert_null(d.col);
+  strata_libsvm_close(&d);
+  return rc;
+}
+
+static void test_gzip_cut_or_trailerless(void **state) {
+  fixture *fx = *state;
+  static char text[16384];
+  size_t n = 0;
+  for (int k = 0; k < 300; k++)
+    n += (size_t)snprintf(text + n, sizeof text - n, "%d %d:0.5 %d:%d\n", k % 3, 1 + k % 7,
+                          10 + (k * 13) % 97, 1 + k % 9);
+  assert_gzip_damage_refused(fx, text, read_plain, NULL);
+}
+
+/* The generator refuses, before it allocates, a spec whose samples would
+ * not fit in the memory available. */
+static void test_synth_too_large(void **state) {
+  fixture *fx = *state;
+  strata_mem_set_limit(64000000);
+  strata_libsvm_synth_spec s;
+  strata_libsvm_synth_defaults(&s);
+  assert_int_equal(strata_libsvm_synth_parse("synth:samples=1000000000,nnz=20", &s), 0);
+  strata_libsvm train = {0}, test = {0};
+  assert_int_equal(strata_libsvm_synth(&s, &train, &test), STRATA_ENOMEM);
+  const char *want = "--data synth: ";
+  if (strncmp(strata_err_msg(), want, strlen(want)) != 0 ||
+      !strstr(strata_err_msg(), "but this host has 64.0 MB available (--mem-limit)"))
+    fail_msg("message '%s'", strata_err_msg());
+  assert_null(train.col);
+  assert_live(fx);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void) {
@@ -416,7 +455,8 @@ int main(void) {
       T(test_good),          T(test_label_order),      T(test_given_features),
       T(test_largest_index), T(test_label_map_shared), T(test_missing_file),
       T(test_bad_inputs),    T(test_garbage_quoted),   T(test_alloc_failure),
-      T(test_dna),           T(test_satimage),
+      T(test_dna),           T(test_satimage),         T(test_gzip_cut_or_trailerless),
+      T(test_synth_too_large),
   };
   return cmocka_run_group_tests_name("libsvm", tests, NULL, NULL);
 }

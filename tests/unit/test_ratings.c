@@ -741,6 +741,27 @@ static void test_movielens_latest_small(void **state) {
   assert_live(fx);
 }
 
+/* Cut short or without its trailer, a gzip stream is refused naming the
+ * file, never read as fewer ratings. */
+static int read_tsv(const char *path, void *ctx) {
+  (void)ctx;
+  strata_ratings rs = {0};
+  int rc = strata_ratings_read(path, STRATA_FMT_TSV, NULL, NULL, &rs);
+  if (rc) assert_null(rs.r);
+  strata_ratings_close(&rs);
+  return rc;
+}
+
+static void test_gzip_cut_or_trailerless(void **state) {
+  fixture *fx = *state;
+  static char text[16384];
+  size_t n = 0;
+  for (int k = 0; k < 600; k++)
+    n += (size_t)snprintf(text + n, sizeof text - n, "%d\t%d\t%d\n", 1 + k % 37, 1 + (k * 13) % 101,
+                          1 + k % 5);
+  assert_gzip_damage_refused(fx, text, read_tsv, NULL);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void) {
@@ -752,6 +773,7 @@ int main(void) {
       T(test_idmap_growth),   T(test_large_file),     T(test_alloc_failure),
       T(test_split),          T(test_movielens_100k), T(test_movielens_latest_small),
       T(test_duplicate),      T(test_largest_id),     T(test_garbage_quoted),
+      T(test_gzip_cut_or_trailerless),
   };
   return cmocka_run_group_tests_name("ratings", tests, NULL, NULL);
 }

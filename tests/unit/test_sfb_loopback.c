@@ -11,33 +11,40 @@
  * bytes are the ones its sender emitted; compute, clock_end and evaluate
  * record themselves in the same per-worker log. check_log then reads each
  * worker's log and reported stats after the run and holds sfb to its
- * contract:
- *   (a) every factor reaches its sender's out-peers (the topology of
- *       strata__sfb_topology(P, Q)) and its sender, exactly once, and no
- *       one else; a set is applied whole, each sender's sets in clock order;
- *   (b) the staleness rule: when a worker starts clock g, every in-peer's
- *       factors of clocks <= g - 1 - s and its own of clocks <= g - 1 are
- *       applied, and no factor of a clock >= g from anyone (a future
- *       clock) is; at a pass's end the same with g the next clock (s = 0
- *       after the last pass);
+ * contract, with d(o, r) the hops from o to r in the topology of
+ * strata__sfb_topology(P, Q) (a breadth-first search here):
+ *   (a) every factor reaches every worker exactly once, relayed under
+ *       partial broadcast; a set is applied whole, each origin's sets in
+ *       clock order;
+ *   (b) the staleness rule: when worker r starts clock g, its own factors
+ *       of clocks <= g - 1 are applied, and origin o's of every clock
+ *       t <= g - d(o, r) (s + 1) (in-peers: t <= g - 1 - s), but none of a
+ *       clock t > g - d(o, r), before it is due (none of a clock >= g: a
+ *       future clock); at a pass's end the same with g the next clock,
+ *       except that with s = 0, after the last pass and in close after a
+ *       stop every origin's factors of clocks <= g - 1 are applied;
  *   (c) each batch of applications goes clock by clock, in worker order
  *       within a clock, then clock_end, once per clock, in order; with
- *       s = 0 a replica's application order is exactly that canonical order
- *       over its in-peers and itself (so identical on every worker under
- *       full broadcast);
+ *       s = 0 a replica's applications and clock_ends are exactly those of
+ *       a model of the rule (model_batch: each set at the clock it is due,
+ *       all of a pass's at its end), whatever the timing (so identical on
+ *       every worker under full broadcast);
  *   (d) the stats each pass reports (sets_in, factors_in, the delay
- *       histogram, its sum and max <= s, from_mask, factors_out, clocks,
- *       bytes_sent and bytes_recv) are what the log shows, a factor's delay
- *       being the clock it is applied at minus 1 minus its own clock.
+ *       histogram, its sum and max <= tau (s + 1) - 1, from_mask,
+ *       factors_out, clocks, bytes_sent and bytes_recv) are what the log
+ *       shows, a factor's delay being the clock it is applied at minus 1
+ *       minus its own clock; over the run a worker sends each of its sets
+ *       to its Q out-peers and relays each set it takes in to its children
+ *       in the origin's tree (strata__topology_routes), and receives every
+ *       other worker's sets once.
  * The real-valued app uses the engine's apply (sf->apply NULL) on
  * pseudo-random factors that depend on the replica they are computed on,
  * and a decay as clock_end. With s = 0 the test simulates every replica
  * serially (each worker's factors of clock c on its replica as c starts,
- * then the sets of its in-peers and itself in worker order, then the
- * decay): each replica must equal its simulation bit for bit as every
- * clock starts, at every pass's evaluation and at the end, the digests of
- * --check-replicas and worker 0's drift must be the simulation's, and with
- * full broadcast every replica is the same.
+ * then model_batch's sets and decays): each replica must equal its
+ * simulation bit for bit as every clock starts, at every pass's evaluation
+ * and at the end, the digests of --check-replicas and worker 0's drift must
+ * be the simulation's, and with full broadcast every replica is the same.
  *
  * Further cases: a stop verdict (every set of the clocks run still gets
  * applied, in close), and 66 workers on a partial broadcast (in-peers
@@ -106,6 +113,9 @@ typedef struct sfb_case {
   strata_engine_opts opts;
   int in[MAXP][MAXP]; /* in[r][q]: q sends to r (q is an in-peer of r) */
   int n_in[MAXP];
+  int hops[MAXP][MAXP]; /* hops[r][o]: d(o, r), by a breadth-first search here */
+  int kids[MAXP][MAXP]; /* kids[r][o]: the workers r relays o's sets to */
+  int tau;
   float w0[D * J];
   /* s = 0, real app: the simulated replicas as each clock starts
    * (T + 1 of them per worker), their digests and worker 0's drift per pass */
@@ -435,24 +445,86 @@ static int key_less(key a, key b) {
 }
 
 /* The staleness rule as worker me starts clock g (or a pass ends before
- * g), bound s: in-peers' factors of clocks <= g - 1 - s and its own of
- * clocks <= g - 1 applied, clock_end run for every clock <= g - 1. */
-static int check_rule(const sfb_case *k, int me, int g, int s, const int *applied, int ends,
-                      const char *when, char *msg, size_t msz) {
+ * g), bound s: its own factors of clocks <= g - 1 applied, origin q's of
+ * clocks <= g - d(q, me) (s + 1) (whole: <= g - 1), clock_end run for
+ * every clock <= g - 1. */
+static int check_rule(const sfb_case *k, int me, int g, int s, int whole, const int *applied,
+                      int ends, const char *when, char *msg, size_t msz) {
   int rc = 0, T = k->T;
   if (!k->cf.real)
     for (int q = 0; q < k->cf.P; q++) {
-      if (q != me && !k->in[me][q]) continue;
-      int upto = q == me ? g - 1 : g - 1 - s;
+      int upto = q == me || whole ? g - 1 : g - k->hops[me][q] * (s + 1);
       for (int c = 0; c <= upto && c < T; c++)
         CHECK(applied[q * T + c] == nf_of(k, q, c),
               "worker %d %s clock %d without worker %d's factors of clock %d (%d of %d applied; "
-              "staleness %d)",
-              me, when, g, q, c, applied[q * T + c], nf_of(k, q, c), s);
+              "staleness %d, %d hops)",
+              me, when, g, q, c, applied[q * T + c], nf_of(k, q, c), s, k->hops[me][q]);
     }
   CHECK(ends == g, "worker %d %s clock %d after clock_end of %d clocks", me, when, g, ends);
 out:
   return rc;
+}
+
+/* ---- the rule's model under staleness 0 ----------------------------------- */
+
+typedef void (*model_fn)(void *ctx, int kind, int origin, int clock, int g);
+
+/*
+ * What worker me's replica does under s = 0 as clock g starts (1 <= g <= T;
+ * at a pass's end, g a multiple of C, the pass's end and the next clock's
+ * start are one step), from the rule alone: every set of a clock t <= g - 1
+ * not applied yet that is due (t + d(o, me) <= g; its own t + 1 <= g) or, at
+ * a pass's end, every one, clock by clock from the oldest, in origin order
+ * within a clock, then clock_end of each clock from *ends on. next[o] is
+ * the first clock of origin o not applied yet. Each step goes to fn.
+ */
+static void model_batch(const sfb_case *k, int me, int g, int *next, int *ends, model_fn fn,
+                        void *ctx) {
+  int whole = g % k->cf.C == 0, from = *ends;
+  for (int o = 0; o < k->cf.P; o++) from = next[o] < from ? next[o] : from;
+  for (int t = from; t <= g - 1; t++) {
+    for (int o = 0; o < k->cf.P; o++) {
+      int due = t + (o == me ? 1 : k->hops[me][o]);
+      if (next[o] == t && (whole || due <= g)) {
+        fn(ctx, EV_APPLY, o, t, g);
+        next[o]++;
+      }
+    }
+    if (t >= *ends) {
+      fn(ctx, EV_END, -1, t, g);
+      *ends = t + 1;
+    }
+  }
+}
+
+/* Collects the model's steps as log events, one APPLY per factor. */
+static void model_log(void *ctx, int kind, int origin, int clock, int g) {
+  void **c = ctx;
+  const sfb_case *k = c[0];
+  (void)g;
+  if (kind == EV_END)
+    log_push(c[1], (ev){EV_END, -1, clock, 0});
+  else
+    for (int i = 0; i < nf_of(k, origin, clock); i++)
+      log_push(c[1], (ev){EV_APPLY, origin, clock, i});
+}
+
+/* Counts the model's peer sets into the stats of the pass each belongs to
+ * (a pass holds the steps of g in (pass C, (pass + 1) C]). */
+static void model_stats(void *ctx, int kind, int origin, int clock, int g) {
+  void **c = ctx;
+  const sfb_case *k = c[0];
+  strata_worker_stats *st = (strata_worker_stats *)c[1] + (g - 1) / k->cf.C;
+  int me = *(int *)c[2];
+  if (kind != EV_APPLY || origin == me) return;
+  uint64_t n = (uint64_t)nf_of(k, origin, clock);
+  int d = g - 1 - clock;
+  st->sets_in++;
+  st->factors_in += n;
+  st->delay_sum += (uint64_t)d * n;
+  st->delay_max = d > st->delay_max ? d : st->delay_max;
+  st->delay_hist[d < STRATA_TABLE_HIST - 1 ? d : STRATA_TABLE_HIST - 1] += n;
+  st->from_mask |= origin < 64 ? 1ull << origin : 0;
 }
 
 /*
@@ -470,6 +542,9 @@ static int check_log(const sfb_case *k, int me, const ev *log, size_t n,
   if (!applied || !last || !want) abort();
   for (int q = 0; q < P; q++) last[q] = (key){-1, 0, q, 0};
   int g = 0, pass = 0, ends = 0;
+  /* Whether the batch under way applies every set of clocks <= g - 1: a
+   * pass's end under s = 0 or the last pass's, or close after a stop. */
+  int whole = 0;
   key batch = {-1, 1, 0, 0}; /* the last key of the batch under way */
   ev prev = {-1, -1, -1, -1};
   for (size_t x = 0; x < n; x++) {
@@ -477,8 +552,7 @@ static int check_log(const sfb_case *k, int me, const ev *log, size_t n,
     switch (e.kind) {
       case EV_APPLY: {
         int q = e.sender, c = e.clock;
-        CHECK(q == me || k->in[me][q],
-              "worker %d applied worker %d's factor of clock %d but is not its out-peer", me, q, c);
+        CHECK(q >= 0 && q < P, "worker %d applied a factor of worker %d", me, q);
         CHECK(c >= 0 && c < T && e.k >= 0 && e.k < nf_of(k, q, c),
               "worker %d applied factor %d of worker %d's clock %d, which was never emitted", me,
               e.k, q, c);
@@ -486,6 +560,10 @@ static int check_log(const sfb_case *k, int me, const ev *log, size_t n,
               "worker %d applied worker %d's factor of clock %d while starting clock %d: before "
               "its clock ended (a future clock)",
               me, q, c, g);
+        CHECK(q == me || whole || c + k->hops[me][q] <= g,
+              "worker %d applied worker %d's factor of clock %d while starting clock %d: before it "
+              "was due (%d hops away)",
+              me, q, c, g, k->hops[me][q]);
         key kk = {c, 0, q, e.k};
         CHECK(key_less(last[q], kk),
               "worker %d applied worker %d's factor %d of clock %d twice or out of order", me, q,
@@ -537,17 +615,20 @@ static int check_log(const sfb_case *k, int me, const ev *log, size_t n,
       }
       case EV_COMPUTE:
         CHECK(e.clock == g, "worker %d computed clock %d after %d clocks", me, e.clock, g);
-        if ((rc = check_rule(k, me, g, s, applied, ends, "started", msg, msz))) goto out;
+        if ((rc = check_rule(k, me, g, s, 0, applied, ends, "started", msg, msz))) goto out;
         g++;
+        /* The pass's end comes next. */
+        whole = g % C == 0 && (s == 0 || g == k->cf.passes * C);
         batch = (key){-1, 1, 0, 0};
         break;
       case EV_EVAL:
         CHECK(e.clock == pass && g == (pass + 1) * C, "worker %d evaluated pass %d after %d clocks",
               me, e.clock, g);
-        if ((rc = check_rule(k, me, g, pass == k->cf.passes - 1 ? 0 : s, applied, ends,
-                             "ended a pass before", msg, msz)))
+        if ((rc = check_rule(k, me, g, s, whole, applied, ends, "ended a pass before", msg, msz)))
           goto out;
         pass++;
+        /* After the last pass reported: close, after a stop. */
+        whole = pass == passes;
         batch = (key){-1, 1, 0, 0};
         break;
       default:
@@ -560,50 +641,63 @@ static int check_log(const sfb_case *k, int me, const ev *log, size_t n,
   /* At the end every set of the clocks run is in, stopped or not. */
   if (!k->cf.real)
     for (int q = 0; q < P; q++)
-      for (int c = 0; c < ran && (q == me || k->in[me][q]); c++)
+      for (int c = 0; c < ran; c++)
         CHECK(applied[q * T + c] == nf_of(k, q, c),
               "worker %d never applied all of worker %d's factors of clock %d", me, q, c);
 
-  /* s = 0: exactly the canonical order over its in-peers and itself. */
+  /* s = 0: exactly the model's applications and clock_ends, in its order. */
   if (!k->cf.real && s == 0) {
-    size_t x = 0;
-    for (int c = 0; c < ran; c++)
-      for (int q = 0; q < P; q++) {
-        if (q != me && !k->in[me][q]) continue;
-        for (int i = 0; i < nf_of(k, q, c); i++) {
-          while (x < n && log[x].kind != EV_APPLY) x++;
-          CHECK(x < n && log[x].sender == q && log[x].clock == c && log[x].k == i,
-                "worker %d under staleness 0: factor %d of worker %d's clock %d is not where the "
-                "canonical order puts it",
-                me, i, q, c);
-          x++;
-        }
+    ev_log model = {0};
+    int next[MAXP] = {0}, mends = 0;
+    void *ctx[2] = {(void *)k, &model};
+    for (int t = 1; t <= ran; t++) model_batch(k, me, t, next, &mends, model_log, ctx);
+    size_t x = 0, y = 0;
+    for (;; x++, y++) {
+      while (x < n && log[x].kind != EV_APPLY && log[x].kind != EV_END) x++;
+      if (x == n || y == model.n) break;
+      ev a = log[x], b = model.v[y];
+      if (a.kind != b.kind || a.sender != b.sender || a.clock != b.clock || a.k != b.k) {
+        snprintf(msg, msz,
+                 "worker %d under staleness 0: step %zu is %s of worker %d's clock %d (factor %d), "
+                 "the rule's is %s of worker %d's clock %d (factor %d)",
+                 me, y, a.kind == EV_END ? "clock_end" : "an application", a.sender, a.clock, a.k,
+                 b.kind == EV_END ? "clock_end" : "an application", b.sender, b.clock, b.k);
+        rc = 1;
+        break;
       }
+    }
+    if (!rc && (x != n || y != model.n)) {
+      snprintf(msg, msz, "worker %d under staleness 0: %zu steps, the rule's model %zu", me, y,
+               model.n);
+      rc = 1;
+    }
+    free(model.v);
+    if (rc) goto out;
   }
 
   if (!stats) goto out;
-  /* The real app's log has no applications: under s = 0 every in-peer set
-   * of a pass's clocks is applied in that pass with delay 0. */
+  /* The real app's log has no applications: under s = 0 the model's. */
   if (k->cf.real) {
     memset(want, 0, (size_t)passes * sizeof *want);
-    for (int p = 0; p < passes; p++)
-      for (int q = 0; q < P; q++)
-        for (int c = p * C; c < (p + 1) * C && q != me && k->in[me][q]; c++) {
-          want[p].sets_in++;
-          want[p].factors_in += (uint64_t)nf_of(k, q, c);
-          want[p].delay_hist[0] += (uint64_t)nf_of(k, q, c);
-          want[p].from_mask |= q < 64 ? 1ull << q : 0;
-        }
+    int next[MAXP] = {0}, mends = 0, who = me;
+    void *ctx[3] = {(void *)k, want, &who};
+    for (int t = 1; t <= ran; t++) model_batch(k, me, t, next, &mends, model_stats, ctx);
   }
-  uint64_t recv = 0, recv_want = 0;
+  /* Each origin's set once; its own to Q out-peers, each set taken in to
+   * its children in the origin's tree. Relays go out as sets come in,
+   * counted in the pass under way then: only the run's sum is exact. */
+  uint64_t recv = 0, recv_want = 0, sent = 0, sent_want = 0;
   for (int q = 0; q < P; q++)
-    for (int c = 0; c < ran && q != me && k->in[me][q]; c++) recv_want += set_len(k, q, c);
+    for (int c = 0; c < ran; c++) {
+      if (q != me) recv_want += set_len(k, q, c);
+      sent_want += (uint64_t)(q == me ? (P > 1 ? k->cf.Q : 0) : k->kids[me][q]) * set_len(k, q, c);
+    }
   for (int p = 0; p < passes; p++) {
     const strata_worker_stats *st = &stats[p], *w = &want[p];
-    uint64_t out_want = 0, sent_want = 0;
+    uint64_t out_want = 0, own_sent = 0;
     for (int c = p * C; c < (p + 1) * C; c++) {
       out_want += (uint64_t)nf_of(k, me, c);
-      sent_want += (uint64_t)(P > 1 ? k->cf.Q : 0) * set_len(k, me, c);
+      own_sent += (uint64_t)(P > 1 ? k->cf.Q : 0) * set_len(k, me, c);
     }
     CHECK(st->sets_in == w->sets_in, "worker %d pass %d: sets_in %llu, the log shows %llu", me, p,
           (unsigned long long)st->sets_in, (unsigned long long)w->sets_in);
@@ -611,9 +705,9 @@ static int check_log(const sfb_case *k, int me, const ev *log, size_t n,
           me, p, (unsigned long long)st->factors_in, (unsigned long long)w->factors_in);
     CHECK(st->delay_sum == w->delay_sum, "worker %d pass %d: delay_sum %llu, the log shows %llu",
           me, p, (unsigned long long)st->delay_sum, (unsigned long long)w->delay_sum);
-    CHECK(st->delay_max == w->delay_max && st->delay_max <= s,
-          "worker %d pass %d: delay_max %d, the log shows %d (staleness %d)", me, p, st->delay_max,
-          w->delay_max, s);
+    CHECK(st->delay_max == w->delay_max && st->delay_max <= (P > 1 ? k->tau * (s + 1) - 1 : 0),
+          "worker %d pass %d: delay_max %d, the log shows %d (staleness %d, tau %d)", me, p,
+          st->delay_max, w->delay_max, s, k->tau);
     for (int d = 0; d < STRATA_TABLE_HIST; d++)
       CHECK(st->delay_hist[d] == w->delay_hist[d],
             "worker %d pass %d: delay_hist[%d] %llu, the log shows %llu", me, p, d,
@@ -623,9 +717,10 @@ static int check_log(const sfb_case *k, int me, const ev *log, size_t n,
     CHECK(st->factors_out == out_want, "worker %d pass %d: factors_out %llu, want %llu", me, p,
           (unsigned long long)st->factors_out, (unsigned long long)out_want);
     CHECK(st->clocks == C, "worker %d pass %d: %d clocks, want %d", me, p, st->clocks, C);
-    CHECK(st->bytes_sent == sent_want, "worker %d pass %d: bytes_sent %llu, want %llu", me, p,
-          (unsigned long long)st->bytes_sent, (unsigned long long)sent_want);
+    CHECK(st->bytes_sent >= own_sent, "worker %d pass %d: bytes_sent %llu, its own sets' %llu", me,
+          p, (unsigned long long)st->bytes_sent, (unsigned long long)own_sent);
     recv += st->bytes_recv;
+    sent += st->bytes_sent;
     if (me == 0 && P > 1)
       CHECK(st->drift >= 0 && st->drift_rows == D, "worker 0 pass %d: drift %g over %u rows", p,
             st->drift, st->drift_rows);
@@ -633,10 +728,14 @@ static int check_log(const sfb_case *k, int me, const ev *log, size_t n,
       CHECK(st->drift == -1, "worker %d pass %d: drift %g, want -1 (not measured)", me, p,
             st->drift);
   }
-  /* A stopped run's last sets may come in after its last report. */
+  /* A stopped run's last sets may come in (and go on) after its last
+   * report. */
   CHECK(k->cf.stop ? recv <= recv_want : recv == recv_want,
         "worker %d: bytes_recv %llu over the run, want %llu", me, (unsigned long long)recv,
         (unsigned long long)recv_want);
+  CHECK(k->cf.stop ? sent <= sent_want : sent == sent_want,
+        "worker %d: bytes_sent %llu over the run, want %llu", me, (unsigned long long)sent,
+        (unsigned long long)sent_want);
 out:
   free(applied);
   free(last);
@@ -645,6 +744,28 @@ out:
 }
 
 /* ---- the simulation (s = 0, real app) ----------------------------------- */
+
+typedef struct sim_ctx {
+  sfb_case *k;
+  int p;
+  float *W;
+  strata_sf_factors *sets; /* T per worker: sets[o * T + t] */
+} sim_ctx;
+
+static void sim_step(void *ctx, int kind, int origin, int clock, int g) {
+  sim_ctx *c = ctx;
+  sfb_case *k = c->k;
+  (void)g;
+  if (kind == EV_APPLY) {
+    const strata_sf_factors *f = &c->sets[(size_t)origin * k->T + clock];
+    strata_block W = {.buf = c->W, .len = sizeof(float) * D * J, .nrows = D, .row_bytes = J * 4};
+    strata__sf_apply_all(f->buf, f->len, &W, NULL, NULL);
+    return;
+  }
+  decay(c->W);
+  uint64_t *h = &k->sim_digest[c->p * k->cf.passes + clock / k->cf.C];
+  *h = fnv(clock % k->cf.C ? *h : 0xcbf29ce484222325ull, c->W, sizeof(float) * D * J);
+}
 
 static void simulate(sfb_case *k) {
   const int P = k->cf.P, T = k->T, C = k->cf.C;
@@ -656,27 +777,24 @@ static void simulate(sfb_case *k) {
   assert_non_null(k->sim_digest);
   assert_non_null(k->sim_drift);
   float *cur = malloc((size_t)P * cells * sizeof *cur);
-  strata_sf_factors *sets = calloc((size_t)P, sizeof *sets);
+  strata_sf_factors *sets = calloc((size_t)P * T, sizeof *sets);
+  int *next = calloc((size_t)P * P, sizeof *next), *ends = calloc((size_t)P, sizeof *ends);
   assert_non_null(cur);
   assert_non_null(sets);
-  for (int p = 0; p < P; p++) {
-    memcpy(cur + p * cells, k->w0, sizeof k->w0);
-    strata__sf_init(&sets[p], J, D);
-  }
+  assert_non_null(next);
+  assert_non_null(ends);
+  for (int p = 0; p < P; p++) memcpy(cur + p * cells, k->w0, sizeof k->w0);
   for (int c = 0; c < T; c++) {
     for (int p = 0; p < P; p++) {
+      strata_sf_factors *f = &sets[(size_t)p * T + c];
       memcpy(k->sim + ((size_t)p * (T + 1) + c) * cells, cur + p * cells, cells * sizeof *cur);
-      assert_int_equal(strata__sf_reset(&sets[p], c, p), 0);
-      assert_int_equal(emit_set(k, p, c, cur + p * cells, &sets[p]), 0);
+      strata__sf_init(f, J, D);
+      assert_int_equal(strata__sf_reset(f, c, p), 0);
+      assert_int_equal(emit_set(k, p, c, cur + p * cells, f), 0);
     }
-    int pass = c / C;
     for (int p = 0; p < P; p++) {
-      strata_block W = {.buf = cur + p * cells, .len = cells * 4, .nrows = D, .row_bytes = J * 4};
-      for (int q = 0; q < P; q++)
-        if (q == p || k->in[p][q]) strata__sf_apply_all(sets[q].buf, sets[q].len, &W, NULL, NULL);
-      decay(W.buf);
-      uint64_t *h = &k->sim_digest[p * k->cf.passes + pass];
-      *h = fnv(c % C ? *h : 0xcbf29ce484222325ull, W.buf, cells * 4);
+      sim_ctx sc = {k, p, cur + p * cells, sets};
+      model_batch(k, p, c + 1, next + (size_t)p * P, &ends[p], sim_step, &sc);
     }
     if ((c + 1) % C == 0) {
       double worst = 0;
@@ -689,15 +807,16 @@ static void simulate(sfb_case *k) {
         }
         if ((double)hi - (double)lo > worst) worst = (double)hi - (double)lo;
       }
-      k->sim_drift[pass] = worst;
+      k->sim_drift[c / C] = worst;
     }
   }
-  for (int p = 0; p < P; p++) {
+  for (int p = 0; p < P; p++)
     memcpy(k->sim + ((size_t)p * (T + 1) + T) * cells, cur + p * cells, cells * sizeof *cur);
-    strata__sf_close(&sets[p]);
-  }
+  for (size_t i = 0; i < (size_t)P * T; i++) strata__sf_close(&sets[i]);
   free(cur);
   free(sets);
+  free(next);
+  free(ends);
 }
 
 /* ---- running a case ----------------------------------------------------- */
@@ -737,6 +856,33 @@ static void run_case(const sfb_conf *cf, uint64_t seed, inspect_fn inspect) {
         k.in[r][p] = 1;
         k.n_in[r]++;
       }
+    /* Hops by a breadth-first search of this file's, tau their largest. */
+    for (int o = 0; o < P; o++) {
+      int queue[MAXP], head = 0, tail = 0;
+      for (int r = 0; r < P; r++) k.hops[r][o] = -1;
+      k.hops[o][o] = 0;
+      queue[tail++] = o;
+      while (head < tail) {
+        int u = queue[head++];
+        for (int r = 0; r < P; r++)
+          if (k.in[r][u] && k.hops[r][o] < 0) {
+            k.hops[r][o] = k.hops[u][o] + 1;
+            queue[tail++] = r;
+            k.tau = k.hops[r][o] > k.tau ? k.hops[r][o] : k.tau;
+          }
+      }
+      assert_int_equal(tail, P);
+    }
+    assert_int_equal(k.tau, topo.tau);
+    /* Who relays to whom: the module's routes, whose trees
+     * test_sfb_topology checks. */
+    int *parent = malloc(2 * sizeof(int) * (size_t)P * P);
+    assert_non_null(parent);
+    assert_int_equal(strata__topology_routes(&topo, parent, parent + P * P), 0);
+    for (int o = 0; o < P; o++)
+      for (int r = 0; r < P; r++)
+        if (r != o) k.kids[parent[o * P + r]][o]++;
+    free(parent);
     strata__topology_close(&topo);
   }
   strata_rng r;
@@ -881,13 +1027,21 @@ static void test_sfb_replicas(void **state) {
 
 /* ---- the checks can fail --------------------------------------------------- */
 
-static size_t find_apply(const ev *v, size_t n, int me, int from_peer, int min_clock) {
+/* The first set of worker me's log of a clock >= min_clock: from a peer
+ * (from_peer; hops away at least, when hops > 0) or its own. */
+static size_t find_apply_hops(const sfb_case *k, const ev *v, size_t n, int me, int from_peer,
+                              int min_clock, int hops) {
   for (size_t x = 0; x < n; x++)
     if (v[x].kind == EV_APPLY && (from_peer ? v[x].sender != me : v[x].sender == me) &&
-        v[x].clock >= min_clock && v[x].k == 0)
+        v[x].clock >= min_clock && v[x].k == 0 && (!from_peer || k->hops[me][v[x].sender] >= hops))
       return x;
   fail_msg("no application to break");
   return 0;
+}
+
+static size_t find_apply(const sfb_case *k, const ev *v, size_t n, int me, int from_peer,
+                         int min_clock) {
+  return find_apply_hops(k, v, n, me, from_peer, min_clock, 0);
 }
 
 static size_t find_kind(const ev *v, size_t n, int kind, int clock) {
@@ -921,7 +1075,7 @@ static void expect_caught(const sfb_case *k, int me, const ev *v, size_t n,
 }
 
 static void break_runs(sfb_case *k, wctx *ctx) {
-  const int me = 1, s = k->cf.s, P = k->cf.P;
+  const int me = 1, s = k->cf.s;
   const ev *orig = ctx[me].log.v;
   size_t n = ctx[me].log.n, set;
   char msg[512];
@@ -936,7 +1090,7 @@ static void break_runs(sfb_case *k, wctx *ctx) {
   /* sfb applying a future clock: a peer's set of clock c applied before
    * this worker computed c. */
   FRESH();
-  set = find_apply(v, n, me, 1, 1);
+  set = find_apply(k, v, n, me, 1, 1);
   int c = v[set].clock, len = nf_of(k, v[set].sender, c);
   move_events(v, set, (size_t)len, find_kind(v, n, EV_COMPUTE, c));
   expect_caught(k, me, v, n, NULL, "(a future clock)");
@@ -944,7 +1098,8 @@ static void break_runs(sfb_case *k, wctx *ctx) {
   /* sfb not waiting: an in-peer's set of clock 0 applied only after the
    * worker started clock 1 + s. */
   FRESH();
-  set = find_apply(v, n, me, 1, 0);
+  set = 0;
+  while (v[set].kind != EV_APPLY || v[set].sender == me || !k->in[me][v[set].sender]) set++;
   assert_int_equal(v[set].clock, 0);
   len = nf_of(k, v[set].sender, 0);
   move_events(v, set, (size_t)len, find_kind(v, n, EV_COMPUTE, 1 + s));
@@ -952,35 +1107,37 @@ static void break_runs(sfb_case *k, wctx *ctx) {
 
   /* A lost set. */
   FRESH();
-  set = find_apply(v, n, me, 1, k->T - 1);
+  set = find_apply(k, v, n, me, 1, k->T - 1);
   len = nf_of(k, v[set].sender, v[set].clock);
   memmove(v + set, v + set + len, (n - set - (size_t)len) * sizeof *v);
   expect_caught(k, me, v, n - (size_t)len, NULL, "without");
 
   /* A factor applied twice. */
   FRESH();
-  set = find_apply(v, n, me, 1, 2);
+  set = find_apply(k, v, n, me, 1, 2);
   memmove(v + set + 1, v + set, (n - set) * sizeof *v);
   expect_caught(k, me, v, n + 1, NULL, "twice");
 
   /* Another worker's own set applied late: its own factors of a clock must
    * be in before the next clock. */
   FRESH();
-  set = find_apply(v, n, me, 0, 0);
+  set = find_apply(k, v, n, me, 0, 0);
   len = nf_of(k, me, 0);
   move_events(v, set, (size_t)len, find_kind(v, n, EV_COMPUTE, 1));
   expect_caught(k, me, v, n, NULL, "worker 1's factors of");
 
-  /* A factor from a worker that does not send to this one. */
-  int stranger = -1;
-  for (int q = 0; q < P; q++)
-    if (q != me && !k->in[me][q]) stranger = q;
-  assert_true(stranger >= 0);
+  /* A relayed set applied before it is due: a set from 2 hops away or
+   * more, of a clock c in the pass's middle, applied as clock c + 1
+   * starts. */
   FRESH();
-  set = find_apply(v, n, me, 1, 0);
-  for (int i = 0; i < nf_of(k, v[set].sender, v[set].clock); i++)
-    v[set + (size_t)i].sender = stranger;
-  expect_caught(k, me, v, n, NULL, "not its out-peer");
+  set = find_apply_hops(k, v, n, me, 1, 0, 2);
+  while (v[set].kind != EV_APPLY || v[set].k || k->hops[me][v[set].sender] < 2 ||
+         (v[set].clock + 1) % k->cf.C == 0)
+    set++;
+  c = v[set].clock;
+  len = nf_of(k, v[set].sender, c);
+  move_events(v, set, (size_t)len, find_kind(v, n, EV_COMPUTE, c) + 1);
+  expect_caught(k, me, v, n, NULL, "before it was due");
 
   /* Within a clock, not in worker order: two sets of one batch swapped. */
   FRESH();
@@ -1025,17 +1182,18 @@ static void break_runs(sfb_case *k, wctx *ctx) {
   free(st);
 }
 
-/* Staleness 0 on a partial broadcast: swapping two senders of a clock is
- * caught by the canonical order too. */
+/* Staleness 0 on a partial broadcast: sets applied out of order are
+ * caught. */
 static void break_order(sfb_case *k, wctx *ctx) {
   const int me = 2;
   size_t n = ctx[me].log.n;
   ev *v = malloc(n * sizeof *v);
   assert_non_null(v);
   memcpy(v, ctx[me].log.v, n * sizeof *v);
-  /* The sets of clock 3, applied after the worker computed it, in reverse
-   * worker order (each set whole). */
-  size_t a = find_kind(v, n, EV_COMPUTE, 3) + 1, b = a;
+  /* The sets applied after the worker computed clock 5 (the middle of
+   * pass 1: its in-peers' and its own of clock 5, the far worker's of
+   * clock 4), in reverse order (each set whole). */
+  size_t a = find_kind(v, n, EV_COMPUTE, 5) + 1, b = a;
   while (b < n && v[b].kind == EV_APPLY) b++;
   ev *sets = malloc((b - a) * sizeof *sets);
   assert_non_null(sets);

@@ -4,7 +4,10 @@
  * no self-loop, no repeated edge, strongly connected), its reported tau is
  * what a breadth-first search here finds, tau respects the Moore bound and
  * the construction's bound, and for small P it is the minimum found by
- * enumerating every graph.
+ * enumerating every graph. Its relay routes are breadth-first trees: each
+ * worker hears an origin's sets from one in-peer a hop nearer to it (the
+ * one of least (q - o) mod P), so every set reaches every worker once, in
+ * its distance of hops, and on a circulant every worker relays as many.
  */
 #include <limits.h>
 #include <setjmp.h>
@@ -123,6 +126,75 @@ static int brute_circulant_tau(int P, int Q) {
   return best;
 }
 
+/* Distances from o by this file's BFS, into d (P entries). */
+static void bfs_from(int P, int Q, const int *peers, int o, int *d) {
+  int *queue = malloc((size_t)P * sizeof *queue);
+  assert_non_null(queue);
+  for (int v = 0; v < P; v++) d[v] = -1;
+  d[o] = 0;
+  int n = 0, k = 0;
+  queue[n++] = o;
+  while (k < n) {
+    int u = queue[k++];
+    for (int j = 0; j < Q; j++)
+      if (d[peers[u * Q + j]] < 0) {
+        d[peers[u * Q + j]] = d[u] + 1;
+        queue[n++] = peers[u * Q + j];
+      }
+  }
+  free(queue);
+}
+
+static int has_edge(int Q, const int *peers, int u, int v) {
+  for (int j = 0; j < Q; j++)
+    if (peers[u * Q + j] == v) return 1;
+  return 0;
+}
+
+/* The routes: distances are the BFS's, each worker's parent for an origin
+ * is an in-peer a hop nearer, the one of least (q - o) mod P, so walking
+ * parents from any worker reaches the origin in its distance (every set
+ * reaches every worker once, along one path); on a circulant every worker
+ * relays as many sets. */
+static void check_routes(const strata__topology *t) {
+  const int P = t->P, Q = t->Q;
+  int *parent = malloc(2 * sizeof(int) * (size_t)P * P), *d = malloc((size_t)P * sizeof *d);
+  int *relays = calloc((size_t)P, sizeof *relays);
+  assert_non_null(parent);
+  assert_non_null(d);
+  assert_non_null(relays);
+  int *dist = parent + P * P;
+  assert_int_equal(strata__topology_routes(t, parent, dist), 0);
+  for (int o = 0; o < P; o++) {
+    bfs_from(P, Q, t->peers, o, d);
+    assert_int_equal(parent[o * P + o], -1);
+    assert_int_equal(dist[o * P + o], 0);
+    for (int r = 0; r < P; r++) {
+      if (r == o) continue;
+      assert_int_equal(dist[o * P + r], d[r]);
+      assert_true(d[r] >= 1 && d[r] <= t->tau);
+      int q = parent[o * P + r], best = -1;
+      for (int c = 0; c < P; c++)
+        if (has_edge(Q, t->peers, c, r) && d[c] == d[r] - 1 &&
+            (best < 0 || (c - o + P) % P < (best - o + P) % P))
+          best = c;
+      assert_int_equal(q, best);
+      if (q != o) relays[q]++;
+      int hops = 0;
+      for (int v = r; v != o && hops <= P; v = parent[o * P + v]) hops++;
+      assert_int_equal(hops, d[r]);
+    }
+  }
+  int circulant = 1;
+  for (int p = 1; p < P && circulant; p++)
+    for (int j = 0; j < Q; j++)
+      if (!has_edge(Q, t->peers, p, (t->peers[j] + p) % P)) circulant = 0;
+  for (int p = 1; p < P && circulant; p++) assert_int_equal(relays[p], relays[0]);
+  free(parent);
+  free(d);
+  free(relays);
+}
+
 static void check_topology(const strata__topology *t, int P, int Q) {
   assert_int_equal(t->in_spread, spread_of(P, Q, t->peers));
   assert_int_equal(t->P, P);
@@ -142,6 +214,7 @@ static void check_topology(const strata__topology *t, int P, int Q) {
     int mod_tau = -1;
     assert_int_equal(strata__topology_tau(P, Q, t->peers, &mod_tau), 0);
     assert_int_equal(mod_tau, tau);
+    check_routes(t);
   }
 }
 
@@ -299,6 +372,11 @@ static void test_tau_disconnected(void **state) {
   const int ring[] = {1, 2, 0};
   assert_int_equal(strata__topology_tau(3, 1, ring, &tau), 0);
   assert_int_equal(tau, 2);
+  /* No routes where a worker cannot reach another. */
+  int parent[2 * 4 * 4];
+  strata__topology t = {.P = 4, .Q = 1, .peers = (int *)two, .tau = INT_MAX};
+  assert_int_equal(strata__topology_routes(&t, parent, parent + 16), STRATA_EINVAL);
+  assert_non_null(strstr(strata_err_msg(), "not strongly connected"));
 }
 
 /* ---- errors --------------------------------------------------------------- */
@@ -354,6 +432,11 @@ static void test_out_of_memory(void **state) {
   const int ring[] = {1, 2, 0};
   strata_alloc_fail_after(1);
   assert_int_equal(strata__topology_tau(3, 1, ring, &tau), STRATA_ENOMEM);
+  int parent[2 * 3 * 3];
+  strata__topology t = {.P = 3, .Q = 1, .peers = (int *)ring, .tau = 2};
+  strata_alloc_fail_after(1);
+  assert_int_equal(strata__topology_routes(&t, parent, parent + 9), STRATA_ENOMEM);
+  strata_alloc_fail_after(0);
 }
 
 int main(void) {

@@ -324,6 +324,24 @@ static void test_alloc_failure(void **state) {
   assert_live();
 }
 
+/* Refused before anything is allocated when the factors, samplers and
+ * ratings would not fit in the memory available (a 64 MB limit here). */
+static void test_too_large(void **state) {
+  strata_mem_set_limit(64000000);
+  strata_synth_spec s = small_spec();
+  s.users = 4000000000u;
+  strata_ratings rs = {0};
+  int rc = strata_synth_generate(&s, &rs);
+  strata_mem_set_limit(0);
+  assert_int_equal(rc, STRATA_ENOMEM);
+  const char *want = "--data synth: 4000000000 users, ";
+  if (strncmp(strata_err_msg(), want, strlen(want)) != 0 ||
+      !strstr(strata_err_msg(), "but this host has 64.0 MB available (--mem-limit): lower users"))
+    fail_msg("message '%s'", strata_err_msg());
+  assert_null(rs.r);
+  assert_live();
+}
+
 /* ---- randomised: a fresh spec each run, reproducible from its seed ------- */
 
 static void test_random_specs(void **state) {
@@ -373,6 +391,7 @@ int main(void) {
       T(test_defaults),      T(test_parse_good),         T(test_parse_bad),
       T(test_deterministic), T(test_counts_and_moments), T(test_popularity_skew),
       T(test_invalid_spec),  T(test_alloc_failure),      T(test_random_specs),
+      T(test_too_large),
   };
   return cmocka_run_group_tests_name("synth", tests, NULL, NULL);
 }

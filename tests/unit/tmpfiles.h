@@ -1,6 +1,7 @@
 /*
  * The fixture of the reader tests: like leakcheck.h (no error message or
- * armed allocation failure at the start, every byte given back at the end),
+ * armed allocation failure at the start, every byte given back at the end,
+ * no memory limit left set),
  * plus temporary files that teardown removes, and the check that skips a
  * test when the shared data is absent. Include after cmocka.h.
  */
@@ -16,7 +17,7 @@
 #include "strata/core.h"
 #include "strata/error.h"
 
-#define MAX_TMP 4
+#define MAX_TMP 16
 
 typedef struct {
   char path[MAX_TMP][64];
@@ -37,6 +38,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
   fixture *fx = *state;
   strata_alloc_fail_after(0);
+  strata_mem_set_limit(0);
   for (int k = 0; k < fx->n_paths; k++) unlink(fx->path[k]);
   assert_int_equal(strata_alloc_live(), fx->live0);
   return 0;
@@ -80,6 +82,44 @@ static inline const char *write_tmp_gz(fixture *fx, const char *content) {
   assert_int_equal(gzwrite(gz, content, (unsigned)len), (int)len);
   assert_int_equal(gzclose(gz), Z_OK);
   return path;
+}
+
+/* The gzip of content, damaged as a reader may meet it: cut short in the
+ * middle of the stream (cut = 1), or whole but for its last 8 bytes, the
+ * trailer that holds the CRC and the length (cut = 0). */
+static inline const char *write_tmp_gz_damaged(fixture *fx, const char *content, int cut) {
+  const char *gz = write_tmp_gz(fx, content);
+  FILE *f = fopen(gz, "rb");
+  assert_non_null(f);
+  static char bytes[1 << 16];
+  size_t n = fread(bytes, 1, sizeof bytes, f);
+  assert_true(feof(f));
+  fclose(f);
+  assert_true(n > 40);
+  return write_tmp_len(fx, bytes, cut ? n / 2 : n - 8);
+}
+
+/* A reader (read) refuses content gzip-compressed and cut short, and
+ * without its trailer, with STRATA_EPARSE and a message naming the file;
+ * the whole stream reads (0). read reads path, frees what it read and
+ * returns its code; ctx is passed through. */
+static inline void assert_gzip_damage_refused(fixture *fx, const char *content,
+                                              int (*read)(const char *path, void *ctx),
+                                              void *ctx) {
+  for (int cut = 0; cut <= 1; cut++) {
+    const char *path = write_tmp_gz_damaged(fx, content, cut);
+    int rc = read(path, ctx);
+    if (rc != STRATA_EPARSE)
+      fail_msg("the gzip stream %s: code %d, message '%s'", cut ? "cut short" : "without its trailer",
+               rc, strata_err_msg());
+    const char *msg = strata_err_msg();
+    if (strncmp(msg, path, strlen(path)) != 0 || msg[strlen(path)] != ':' ||
+        !strstr(msg, "truncated gzip"))
+      fail_msg("message '%s' does not name '%s' and the truncated gzip data", msg, path);
+    assert_live(fx);
+  }
+  assert_int_equal(read(write_tmp_gz(fx, content), ctx), 0);
+  assert_live(fx);
 }
 
 /* A reader's error message msg: one line, starting "PATH:LINE: " (or
