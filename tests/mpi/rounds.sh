@@ -91,3 +91,38 @@ for where in schedule:0:3 pull:0:4 push:1:5 apply:0:2; do
   [ "$n" = 1 ] || { show_log fail_${where%%:*}.log; fail "--fail-at $where: $n messages"; }
 done
 ok "a failing round callback ends every rank with one message"
+
+# --tol in apps without rounds: the engine stops on the app's measure (mf:
+# the relative change of the training RMSE; pagerank: the L1 change), the
+# stopped pass is the run's last on every worker, and the model exported
+# then is a straight run's of that many passes (bit for bit on the ring;
+# bsp's sums land in arrival order, so there the training RMSE of the
+# exported model's run is compared).
+MFDATA=synth:users=400,items=300,ratings=30000,rank=4,noise=0.1,seed=5
+for mode in scheduled bsp; do
+  mpi 3 "$STRATA" mf --mode $mode --data $MFDATA --rank 8 --passes 300 --tol 2e-3 -q \
+    --model-out mf_tol_$mode --metrics-out mf_tol_$mode.json >mf_tol_$mode.log 2>&1
+  rc=$?
+  [ "$rc" = 0 ] || show_log mf_tol_$mode.log
+  expect_rc 0 "$rc" "mf --mode $mode --tol"
+  [ "$(json mf_tol_$mode.json "m['stop_reason']")" = tolerance ] || fail "mf $mode: not stopped by --tol"
+  n=$(json mf_tol_$mode.json "m['passes']")
+  [ "$n" -lt 300 ] || fail "mf $mode --tol ran every pass"
+  mpi 3 "$STRATA" mf --mode $mode --data $MFDATA --rank 8 --passes "$n" -q --model-out mf_straight_$mode \
+    --metrics-out mf_straight_$mode.json >/dev/null 2>&1 || fail "mf $mode --passes $n"
+  if [ $mode = scheduled ]; then
+    cmp -s mf_tol_$mode/W.f32 mf_straight_$mode/W.f32 && cmp -s mf_tol_$mode/H.f32 mf_straight_$mode/H.f32 ||
+      fail "mf $mode: the model after a --tol stop at $n passes differs from a straight $n-pass run's"
+  else
+    a=$(json mf_tol_$mode.json "m['train_rmse']") b=$(json mf_straight_$mode.json "m['train_rmse']")
+    python3 -c "import sys; a, b = map(float, sys.argv[1:]); sys.exit(abs(a - b) > 1e-3 * b)" "$a" "$b" ||
+      fail "mf $mode: train RMSE $a after a --tol stop, $b after a straight $n-pass run"
+    cmp -s <(stat -c %s mf_tol_$mode/W.f32) <(stat -c %s mf_straight_$mode/W.f32) || fail "mf $mode: no model"
+  fi
+  ok "mf --mode $mode --tol stops after $n passes with a straight run's model"
+done
+timeout "$RUN_LIMIT" "$STRATA_PAGERANK" --mode serial --graph synth:scale=10,edge-factor=8 --passes 1000 \
+  --tol 1e-10 -q --metrics-out pr_tol.json >pr_tol.log 2>&1 || { show_log pr_tol.log; fail "pagerank --tol"; }
+[ "$(json pr_tol.json "m['stop_reason']")" = tolerance ] || fail "pagerank: not stopped by --tol"
+json pr_tol.json "m['l1_change'] <= 1e-10 and m['passes'] < 1000" | grep -qx true || fail "pagerank --tol: $(json pr_tol.json "m['passes'], m['l1_change']")"
+ok "pagerank --tol 1e-10 stops after $(json pr_tol.json "m['passes']") passes"
