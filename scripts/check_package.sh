@@ -66,6 +66,11 @@ cmp w-sfb/W.f32 w-serial/W.f32 || fail "lsq: sfb with 2 workers and serial expor
 echo "lsq: W.f32 identical in sfb with 2 workers and serially"
 cd "$work/tablesum"
 mpirun_ 3 ./tablesum-static | sort
+cd "$work/gcd"
+mpirun_ 3 build/gcd -B 4 --passes 200 --tol 1e-4 --model-out coef-p2 -q | grep -E '^summary|objectives|rounds'
+run ./gcd-pc --mode serial -B 4 --passes 200 --tol 1e-4 --model-out coef-serial -q >/dev/null
+cmp coef-p2/coef.txt coef-serial/coef.txt || fail "gcd: 2 workers and serial export different coefficients"
+echo "gcd: coefficients identical with 2 workers (CMake build) and serially (pkg-config build)"
 
 echo "== the apps written on the installed library (apps/NAME: strata-NAME), each from its own folder"
 for a in lasso pagerank; do
