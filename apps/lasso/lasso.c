@@ -855,6 +855,7 @@ static const strata_app lasso_app = {
     .partial_reduce = lasso_reduce,
     .n_objectives = 5,
     .objective_names = lasso_objective_names,
+    .falling = 1u << 0, /* objective */
     .load = lasso_load,
     .schedule = lasso_schedule,
     .worker_init = lasso_worker_init,
