@@ -11,10 +11,16 @@
 #     dynamic (2 workers), and every parameter-server mode (bsp, absp with
 #     two clocks a pass, ssp and essp with staleness 1, async);
 #   - the correlation filter on the diabetes table: the dynamic schedule with
-#     a set of all 10 features diverges unfiltered and converges filtered.
+#     a set of all 10 features diverges unfiltered and converges filtered;
+#   - with SSP_SVM set: the SSP paper's set as ../shared/tools/gen_lasso_synth.c
+#     makes it (gen_lasso_synth 500 400000 0.05 100 42 synth; csc2svm synth
+#     SSP_SVM), 300 passes at lambda = 0.1 lambda_max: serial, and the static
+#     schedule's workers with the damping that follows the objective, with a
+#     fixed 0.5 (1/P for 2 workers: diverges, exit 3) and a fixed 0.3.
 # Prints a table; the runs' --metrics-out JSON stays in OUTDIR.
 # Usage: bench/lasso.sh [OUTDIR=out/bench/lasso]
-#   env: STRATA_LASSO (binary; build/strata-lasso), WORKERS (2), OPT_PASSES (1000)
+#   env: STRATA_LASSO (binary; build/strata-lasso), WORKERS (2), OPT_PASSES (1000),
+#        SSP_SVM (the svmlight file above; unset: skipped)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -111,3 +117,41 @@ print()
 print(f"diabetes, dynamic, set size 10, unfiltered (--corr-threshold 1): {div}")
 print(f"diabetes, dynamic, set size 10, --corr-threshold 0.5: {conv}")
 PY
+
+# The SSP paper's set (docs/lasso.md, "The damping follows the objective").
+if [ -n "${SSP_SVM:-}" ]; then
+  S=(--data "$SSP_SVM" --lambda-ratio 0.1 --passes 300 -q)
+  ssp_run() { # NAME NP ARGS...
+    local name=$1 n=$2 rc=0
+    shift 2
+    echo "+ mpirun -np $n strata-lasso $* ${S[*]}" >&2
+    rm -rf "$OUT/$name.json" "$OUT/$name"
+    mpirun --oversubscribe -np "$n" "$BIN" "$@" "${S[@]}" --model-out "$OUT/$name" \
+      --metrics-out "$OUT/$name.json" >"$OUT/$name.out" 2>&1 || rc=$?
+    echo "$name exit $rc: $(grep -m1 diverged "$OUT/$name.out" || true)" >>"$OUT/ssp_exits.txt"
+  }
+  rm -f "$OUT/ssp_exits.txt"
+  ssp_run ssp_serial 1 --mode serial
+  ssp_run ssp_static "$np" --mode scheduled
+  ssp_run ssp_static_0.5 "$np" --mode scheduled --damping 0.5
+  ssp_run ssp_static_0.3 "$np" --mode scheduled --damping 0.3
+  python3 - "$OUT" <<'PY'
+import json, sys
+out = sys.argv[1]
+print()
+print(open(f"{out}/ssp_exits.txt").read(), end="")
+F = json.load(open(f"{out}/ssp_serial.json"))["final_objective"]
+for name in ["ssp_serial", "ssp_static", "ssp_static_0.5", "ssp_static_0.3"]:
+    try:
+        m = json.load(open(f"{out}/{name}.json"))
+    except OSError:
+        print(f"{name:16} no metrics (diverged)")
+        continue
+    pp = m["per_pass"]
+    cuts = [(p["pass"] + 1, p["damping"]) for p in pp
+            if p["pass"] and p["damping_since"] == p["pass"]]
+    print(f"{name:16} final objective {m['final_objective']:.10g} "
+          f"({m['final_objective'] / F - 1:+.2g} of serial's); damping {pp[0]['damping']:g}, "
+          f"lowered at {cuts}")
+PY
+fi

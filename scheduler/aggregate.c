@@ -78,6 +78,47 @@ static int check_finite(strata__agg *c, int pass, const double *values) {
   return 0;
 }
 
+/* Folds pass t of obj_hist into the rise check of the objectives that
+ * must fall (app->falling); if one has stayed above its limit for
+ * STRATA_RISE_PASSES passes, or is above it after the run's last pass,
+ * records the divergence message and returns 0. */
+static int rise_fold(strata__agg *c, int t) {
+  const strata_app *app = c->app;
+  double limit = app->rise_limit > 0 ? app->rise_limit : STRATA_RISE_LIMIT;
+  const double *v = c->obj_hist + (size_t)t * STRATA_MAX_OBJECTIVES;
+  for (int i = 0; i < app->n_objectives && i < STRATA_MAX_OBJECTIVES; i++) {
+    /* NaN: not scored this pass (or not defined); an infinity is the
+     * non-finite check's. */
+    if (!(app->falling >> i & 1u) || !isfinite(v[i])) continue;
+    int seen = c->rise_best_pass[i] >= 0;
+    double best = c->rise_best[i];
+    /* A ratio says nothing once the best is 0 or negative. */
+    if (seen && best > 0 && v[i] > limit * best) {
+      if (++c->rise_over[i] < STRATA_RISE_PASSES && t < c->setup.passes - 1) continue;
+      snprintf(c->diverged, sizeof c->diverged,
+               "the run diverged at pass %d: %s rose from %.4g (pass %d) to %.4g%s%s", t + 1,
+               app->objective_names[i], best, c->rise_best_pass[i] + 1, v[i],
+               app->diverged_hint ? "; " : "", app->diverged_hint ? app->diverged_hint : "");
+      c->diverged_pass = t + 1;
+      return 0;
+    }
+    c->rise_over[i] = 0;
+    if (!seen || v[i] < best) {
+      c->rise_best[i] = v[i];
+      c->rise_best_pass[i] = t;
+    }
+  }
+  return 1;
+}
+
+/* The rise check up to pass `pass`, whose objectives are in obj_hist. */
+static int check_rise(strata__agg *c, int pass) {
+  if (!c->app->falling) return 1;
+  while (c->rise_seen <= pass)
+    if (!rise_fold(c, c->rise_seen++)) return 0;
+  return 1;
+}
+
 int strata__agg_open(strata__agg *c) {
   strata_run_result *r = c->res;
   int P = c->setup.workers, N = c->setup.passes;
@@ -101,6 +142,11 @@ int strata__agg_open(strata__agg *c) {
   c->run_passes = N;
   strata_partials_init(c->app, c->partials);
   strata_partials_init(c->app, c->view_partials);
+  c->rise_seen = 0;
+  for (int i = 0; i < STRATA_MAX_OBJECTIVES; i++) {
+    c->rise_best_pass[i] = -1;
+    c->rise_over[i] = 0;
+  }
   return 0;
 }
 
@@ -162,7 +208,7 @@ int strata__agg_report(void *ud, const pass_report *rep) {
   strata__live_pass_time(ps->time_s);
   strata_problem view = coord_view(c->prob);
   c->app->objectives(c->cfg, &view, c->partials, ps->objectives);
-  int finite = c->diverged_pass || check_finite(c, pi, ps->objectives);
+  int sound = c->diverged_pass || check_finite(c, pi, ps->objectives);
   /* A pass that ended inside a clock (--wpc > 1) had no consistent model
    * to score: its partials are incomplete, so it reports none. */
   if (c->unscored)
@@ -171,16 +217,17 @@ int strata__agg_report(void *ud, const pass_report *rep) {
   if (ps->has_view) c->app->objectives(c->cfg, &view, c->view_partials, ps->view_objectives);
   strata_partials_init(c->app, c->view_partials);
   memcpy(c->obj_hist + (size_t)pi * STRATA_MAX_OBJECTIVES, ps->objectives, sizeof ps->objectives);
+  if (sound && !c->diverged_pass) sound = check_rise(c, pi);
   /* The verdict on pass pi + L: a stop once a pass diverged (the workers
    * then run the passes before it), else its control values; when the run
    * has converged (--tol), pass pi + L is its last. */
   int k = pi + c->lag;
-  if (finite && converged(c, pi)) strata__agg_end(c, k, "tolerance");
-  if (c->n_decided == k && k < c->run_passes && (finite || !c->ctl[k - 1].stop)) {
+  if (sound && !c->diverged_pass && converged(c, pi)) strata__agg_end(c, k, "tolerance");
+  if (c->n_decided == k && k < c->run_passes && (sound || !c->ctl[k - 1].stop)) {
     int rc = decide(c, k);
     if (rc) return rc;
   }
-  if (!finite) c->run_passes = k < c->setup.passes ? k : c->setup.passes;
+  if (!sound) c->run_passes = k < c->setup.passes ? k : c->setup.passes;
   strata_partials_init(c->app, c->partials);
   memcpy(r->objectives, ps->objectives, sizeof r->objectives);
   /* One line per pass; runs of many fast passes print at most one a second

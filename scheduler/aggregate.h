@@ -45,6 +45,14 @@ typedef struct strata__agg {
   int diverged_pass; /* 1-based, 0 none */
   char diverged[256];
   double *obj_hist;  /* passes * STRATA_MAX_OBJECTIVES, for pass_control */
+  /* The rise check of app->falling: the passes of obj_hist folded into it
+   * (a resumed run folds the checkpoint's passes first), and per objective
+   * its lowest value so far (rise_best_pass -1: none yet) and the passes
+   * in a row above the limit since. */
+  int rise_seen;
+  double rise_best[STRATA_MAX_OBJECTIVES];
+  int rise_best_pass[STRATA_MAX_OBJECTIVES];
+  int rise_over[STRATA_MAX_OBJECTIVES];
   /* A resumed run: its first pass, and the training time the passes
    * before it took. */
   int start_pass;
@@ -59,7 +67,9 @@ void strata__agg_start(strata__agg *c);
  * resumed run: the verdicts of its first L passes, decided before). */
 int strata__agg_decide_first(strata__agg *c);
 /* Folds one worker's report (ud: the aggregator); logs a completed pass
- * (rank 0's progress line) and decides the verdict that follows from it. */
+ * (rank 0's progress line), checks it for divergence (non-finite partials,
+ * an objective of app->falling risen past its limit) and decides the
+ * verdict that follows from it. */
 int strata__agg_report(void *ud, const pass_report *rep);
 /* Makes pass `last` the run's last (when that is earlier than it was): its
  * verdict, when still to be decided, says so (pass_control.last), and none

@@ -513,6 +513,7 @@ const strata_app strata_app_dml = {
     .n_partials = N_PARTIALS,
     .n_objectives = 4,
     .objective_names = dml_objective_names,
+    .falling = 1u << 0, /* train_loss */
     .load = dml_load,
     .schedule = strata_sf_schedule,
     .worker_init = dml_worker_init,

@@ -37,6 +37,8 @@
  *     Each new coefficient is rounded to float before its change goes into
  *     the residual. With P > 1 every step is damped (--damping, 1/P): the
  *     workers' concurrent steps act on one residual through stale views.
+ *     The damping is a control value (pass_control), which the static
+ *     schedule lowers when the objective climbs (damping_cut).
  * With one worker (--mode serial) this is exact cyclic coordinate descent
  * that keeps its residual: the reference of every other mode.
  *
@@ -110,10 +112,9 @@ static const strata_option lasso_options[] = {
      "need)",
      NULL},
     {"damping", 0, STRATA_OPT_DOUBLE, OPT(damping), "0", "A", 0, 1, NULL,
-     "take A of each coordinate step (0: 1 with one worker, else 1/P): the "
-     "workers' concurrent "
-     "steps act on one residual, and undamped they overshoot when features "
-     "outnumber examples",
+     "take A of each coordinate step (0: 1 with one worker, else 1/P, which the static "
+     "schedule lowers while the objective climbs): the workers' concurrent steps act on one "
+     "residual, and undamped they overshoot when features outnumber examples",
      NULL},
     {"set-size", 'U', STRATA_OPT_INT, OPT(set_size), "16", "U", 1, 1 << 20, NULL,
      "dynamic: features sampled per round (before the correlation filter)", NULL},
@@ -143,6 +144,7 @@ typedef struct lasso_meta {
 typedef struct lasso_priv {
   lasso_data d;
   lasso_meta m;
+  int workers;
   double final_objective; /* NaN until export_model computed it */
   uint64_t final_nonzeros;
 } lasso_priv;
@@ -153,7 +155,8 @@ static const strata_reduce lasso_reduce[N_PARTIALS] = {STRATA_REDUCE_SUM, STRATA
                                                        STRATA_REDUCE_SUM, STRATA_REDUCE_SUM};
 static const char *const lasso_objective_names[] = {"objective", "nonzeros", "max_delta", "updates",
                                                     "touched"};
-static const char *const lasso_control_names[] = {"lambda"};
+enum { C_LAMBDA, C_DAMPING, C_DAMPING_SINCE, N_CONTROLS };
+static const char *const lasso_control_names[N_CONTROLS] = {"lambda", "damping", "damping_since"};
 
 #define ROW_FLOATS 16
 
@@ -278,7 +281,6 @@ typedef struct lasso_worker {
   int B;
   uint64_t seed;
   uint32_t cap; /* features of the largest block */
-  double alpha; /* the damping in effect */
   /* dynamic schedule scratch */
   uint32_t *slice, *cand, *kept, *stamp;
   uint32_t *live, *leaf; /* the tree's slice positions; slice position -> leaf +
@@ -317,7 +319,6 @@ static int lasso_worker_init(const void *vcfg, const strata_setup *setup, const 
   w->B = setup->strata;
   w->seed = setup->seed;
   w->cap = w->m.p / (uint32_t)w->B + 1;
-  w->alpha = cfg->damping > 0 ? cfg->damping : 1.0 / setup->workers;
   if (cfg->schedule == SCHED_DYNAMIC) {
     size_t c = w->cap, u = (size_t)cfg->set_size;
     w->slice = strata_malloc(c * 4);
@@ -378,7 +379,7 @@ static int lasso_compute(void *state, const strata_task_view *tv, double *partia
   double *restrict r = (double *)res;
   float *seen = (float *)(res + roff[0]) + X.f0, *prio = (float *)(res + roff[1]) + X.f0;
   float *beta = tv->rotating->buf;
-  double lambda = tv->control ? tv->control[0] : w->m.lambda, thr = w->m.n * lambda;
+  double lambda = tv->control[C_LAMBDA], thr = w->m.n * lambda, alpha = tv->control[C_DAMPING];
   uint64_t touched = 0, updates = 0;
   double maxd = 0;
 
@@ -398,7 +399,7 @@ static int lasso_compute(void *state, const strata_task_view *tv, double *partia
      * feature a priority from a real step. */
     for (int sw = 0; sw < (cfg->schedule == SCHED_STATIC ? cfg->sweeps : 1); sw++)
       for (uint32_t k = first; k < hi; k += (uint32_t)B) {
-        cd_update(&X, k, r, seen, beta, prio, thr, w->alpha, &touched, &maxd);
+        cd_update(&X, k, r, seen, beta, prio, thr, alpha, &touched, &maxd);
         updates += X.norm2[k] > 0;
       }
   } else {
@@ -420,7 +421,7 @@ static int lasso_compute(void *state, const strata_task_view *tv, double *partia
     if (cfg->eta > 0) {
       uint64_t K = (uint64_t)ceil(1 / cfg->eta), win = (uint64_t)tv->pass % K;
       for (uint64_t q = m * win / K; q < m * (win + 1) / K; q++) {
-        cd_update(&X, w->slice[q], r, seen, beta, prio, thr, w->alpha, &touched, &maxd);
+        cd_update(&X, w->slice[q], r, seen, beta, prio, thr, alpha, &touched, &maxd);
         updates++;
       }
     }
@@ -521,7 +522,7 @@ static int lasso_compute(void *state, const strata_task_view *tv, double *partia
       for (uint32_t q = 0; q < nk; q++) {
         uint32_t k = w->slice[w->kept[q]];
         double n2 = X.norm2[k];
-        w->newb[q] = cd_step(col_dot(&X, k, r), thr, n2, seen[k], w->alpha);
+        w->newb[q] = cd_step(col_dot(&X, k, r), thr, n2, seen[k], alpha);
         touched += X.cp[k + 1] - X.cp[k];
       }
       updates += nk;
@@ -597,12 +598,89 @@ static void lasso_objectives(const void *cfg, const strata_problem *prob, const 
   v[4] = p[P_TOUCHED];
 }
 
-/* The path's lambda of the pass, from lambda_max as load found it. */
-static void lasso_pass_control(const void *cfg, const strata_problem *prob, int pass,
+/* The static schedule's damping: lowered by DAMP_CUT when the objective,
+ * DAMP_SETTLE passes or more after the damping last changed, has stayed
+ * above its best for DAMP_STREAK passes in a row and is still climbing.
+ *
+ * Why: with P > 1 the row blocks step concurrently on one residual through
+ * stale views and overshoot together, and a damping of 1/P is not always
+ * enough: on a 500 x 400,000 set (docs/lasso.md) the 2-worker static run
+ * fell to 0.146 by pass 18, then climbed, every value finite, to 10,799 by
+ * pass 300, where 0.3 converges. A rise of the objective is the sign, but
+ * single rises are not: the first passes overshoot from zero (pass 2 is
+ * above pass 1 in every 2-worker run measured), and bsp on the correlated
+ * diabetes columns rises every other pass while it converges; neither
+ * stays above its best for DAMP_STREAK passes, and no converging run of the
+ * lasso tests did (DAMP_TOL leaves out the last bits' noise near the
+ * optimum), so those runs keep 1/P throughout. A lowered damping takes a
+ * pass or two to show (the objective of a diverging run went on rising for
+ * two passes after it), hence the settling passes before another cut. */
+#define DAMP_STREAK 3
+#define DAMP_SETTLE 2
+#define DAMP_CUT 0.6
+#define DAMP_TOL 1e-6
+#define DAMP_WINDOW 1000 /* the best is taken over at most this many passes */
+
+/* Whether pass q, the newest summed, ends DAMP_STREAK or more passes from
+ * pass `from` on that are above the best of q's lambda stage (over the last
+ * DAMP_WINDOW passes), and is the highest of them. Unscored passes (NaN)
+ * are skipped. */
+static int damping_cut(const lasso_config *cfg, const double *obj, int q, int from) {
+  int s = 0; /* the first pass of q's lambda stage */
+  if (cfg->path >= 2) {
+    int stage = q / cfg->path_passes;
+    s = (stage < cfg->path - 1 ? stage : cfg->path - 1) * cfg->path_passes;
+  }
+  if (q - DAMP_WINDOW + 1 > s)
+    s = q - DAMP_WINDOW + 1;
+  double best = INFINITY, newest = obj[(size_t)q * STRATA_MAX_OBJECTIVES];
+  for (int t = s; t <= q; t++) {
+    double v = obj[(size_t)t * STRATA_MAX_OBJECTIVES];
+    if (v < best)
+      best = v;
+  }
+  if (isnan(newest) || !(best < INFINITY))
+    return 0;
+  int streak = 0, highest = 1;
+  for (int t = q; t >= s && t >= from; t--) {
+    double v = obj[(size_t)t * STRATA_MAX_OBJECTIVES];
+    if (isnan(v))
+      continue;
+    if (!(v > best * (1 + DAMP_TOL)))
+      break;
+    streak++;
+    highest &= v <= newest;
+  }
+  return streak >= DAMP_STREAK && highest;
+}
+
+/* The path's lambda of the pass, from lambda_max as load found it, and
+ * the damping: --damping when given; else 1 with one worker and 1/P with
+ * P, which the static schedule lowers when the objective climbs
+ * (damping_cut), recording the pass it applies from (damping_since). Each
+ * pass's controls follow from the previous pass's (prev) and the
+ * objectives, so a resumed run decides what a straight one would. */
+static void lasso_pass_control(const void *vcfg, const strata_problem *prob, int pass,
                                const double *objectives, int known, const double *prev,
                                double *ctl) {
+  const lasso_config *cfg = vcfg;
   const lasso_priv *pv = prob->priv;
-  ctl[0] = lambda_at(cfg, &pv->m, pass);
+  ctl[C_LAMBDA] = lambda_at(cfg, &pv->m, pass);
+  if (cfg->damping > 0) {
+    ctl[C_DAMPING] = cfg->damping;
+    ctl[C_DAMPING_SINCE] = 0;
+  } else if (!prev) {
+    ctl[C_DAMPING] = 1.0 / pv->workers;
+    ctl[C_DAMPING_SINCE] = 0;
+  } else {
+    ctl[C_DAMPING] = prev[C_DAMPING];
+    ctl[C_DAMPING_SINCE] = prev[C_DAMPING_SINCE];
+    if (cfg->schedule == SCHED_STATIC && known > 0 &&
+        damping_cut(cfg, objectives, known - 1, (int)prev[C_DAMPING_SINCE] + DAMP_SETTLE)) {
+      ctl[C_DAMPING] *= DAMP_CUT;
+      ctl[C_DAMPING_SINCE] = pass;
+    }
+  }
 }
 
 /* ---- coordinator ----------------------------------------------------------
@@ -668,6 +746,7 @@ static int lasso_load(const void *vcfg, const strata_setup *setup, strata_proble
                         B);
     goto fail;
   }
+  pv->workers = setup->workers;
   lasso_meta *m = &pv->m;
   m->n = d->n;
   m->p = d->p;
@@ -855,6 +934,7 @@ static const strata_app lasso_app = {
     .partial_reduce = lasso_reduce,
     .n_objectives = 5,
     .objective_names = lasso_objective_names,
+    .falling = 1u << 0, /* objective */
     .load = lasso_load,
     .schedule = lasso_schedule,
     .worker_init = lasso_worker_init,
@@ -862,9 +942,9 @@ static const strata_app lasso_app = {
     .compute = lasso_compute,
     .block_objective = lasso_block_objective,
     .objectives = lasso_objectives,
-    .diverged_hint = "lower --set-size or lower --corr-threshold (filter more "
-                     "correlated features)",
-    .n_controls = 1,
+    .diverged_hint = "lower --damping, or with --schedule dynamic lower --set-size or "
+                     "--corr-threshold (filter more correlated features)",
+    .n_controls = N_CONTROLS,
     .control_names = lasso_control_names,
     .pass_control = lasso_pass_control,
     .describe = lasso_describe,

@@ -624,6 +624,8 @@ const strata_app strata_app_mf = {
     .n_partials = 4,
     .n_objectives = 2,
     .objective_names = mf_objective_names,
+    /* The training RMSE must fall; the test RMSE may rise as the model overfits. */
+    .falling = 1u << 0,
     .load = mf_load,
     .schedule = mf_schedule,
     .worker_init = mf_worker_init,

@@ -458,6 +458,7 @@ const strata_app strata_app_mlr = {
     .n_partials = N_PARTIALS,
     .n_objectives = 4,
     .objective_names = mlr_objective_names,
+    .falling = 1u << 0, /* train_loss */
     .load = mlr_load,
     .schedule = strata_sf_schedule,
     .worker_init = mlr_worker_init,

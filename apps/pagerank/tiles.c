@@ -97,6 +97,10 @@ int pr_tiles_build(const pr_blocks *bl, const uint64_t *off, const uint32_t *adj
         goto oom;
       tiles[(size_t)i * B + j] = h;
       lens[(size_t)i * B + j] = len;
+      /* The engine hashes a data block's every byte (strata/problem.h):
+       * the gap that aligns the groups after the chunk offsets must hold
+       * zeros, not whatever the allocator left there. */
+      memset(h, 0, head);
       *h = (pr_tile){
           bl->first[i + 1] - bl->first[i], nj, (uint32_t)depth, (uint32_t)ng, t->edges, SB, 0};
       uint32_t *co = (uint32_t *)(h + 1);

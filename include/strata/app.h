@@ -42,6 +42,12 @@
 #define STRATA_MAX_PARTIALS 16
 #define STRATA_MAX_OBJECTIVES 8
 #define STRATA_MAX_CONTROLS 4
+/* The rise check of objectives that must fall (strata_app.falling): the
+ * run diverged once such an objective has stayed above STRATA_RISE_LIMIT
+ * times (or the app's rise_limit) its lowest value for STRATA_RISE_PASSES
+ * passes in a row. */
+#define STRATA_RISE_LIMIT 10.0
+#define STRATA_RISE_PASSES 3
 
 
 /* Engine settings every callback may read. */
@@ -248,6 +254,22 @@ typedef struct strata_app {
   const strata_reduce *partial_reduce;
   int n_objectives;
   const char *const *objective_names;
+  /* Objectives that must fall as the run goes on (a training loss, an
+   * error): bit i (1u << i) for objective i; 0: none. A run can diverge
+   * without a NaN, its loss climbing for hundreds of passes while every
+   * number stays finite, so besides the non-finite check (objectives,
+   * below) the engine ends the run as diverged, the same way, when such an
+   * objective, while positive, has been above rise_limit times its lowest
+   * value of the earlier passes for STRATA_RISE_PASSES passes in a row, or
+   * is above it after the run's last pass ("the run diverged at pass 40:
+   * objective rose from 0.1466 (pass 18) to 1.52"). Passes in which the
+   * objective is NaN (not scored) are left out. Declare only objectives
+   * that no ordinary run raises that far: a factor of 10 leaves room for
+   * the jitter of stale reads and the first passes of SGD, not for a
+   * held-out error that overfitting may raise. */
+  unsigned falling;
+  /* The factor of that check, above 1; 0: STRATA_RISE_LIMIT. */
+  double rise_limit;
 
   /* Coordinator: read and partition the data, initialise parameters. */
   int (*load)(const void *cfg, const strata_setup *setup, strata_problem *prob);
@@ -292,14 +314,16 @@ typedef struct strata_app {
    * infinite other than a MAX or MIN partial still at its identity, ends
    * the run as diverged (STRATA_EDIVERGED, exit code 3 from the CLI) on
    * every rank, naming the pass and the objectives it makes non-finite, and
-   * nothing is exported. */
+   * nothing is exported; so does an objective of `falling` that has risen
+   * past its limit. */
   void (*objectives)(const void *cfg, const strata_problem *prob, const double *partials,
                      double *values);
   /* Optional: the convergence measure --tol compares (kind NONE: the app
    * has none, and --tol is refused unless it is a round app, which stops
    * itself from schedule_round). */
   strata_tol tol;
-  /* Optional: what the diverged message suggests ("try a smaller --lr"). */
+  /* Optional: what the diverged message suggests ("try a smaller --lr"),
+   * after either check. */
   const char *diverged_hint;
   /* Optional: what a run too large for its hosts' memory should change
    * ("lower --rank"), in the message that refuses it before set-up. */

@@ -20,7 +20,15 @@ typedef struct strata_block {
 } strata_block;
 
 /* What `load` produces on the coordinator. The engine takes ownership of
- * every buffer (freed with strata_free) once load returns 0. */
+ * every buffer (freed with strata_free) once load returns 0.
+ *
+ * The engine treats every block and the meta bytes as plain bytes: it
+ * ships them, writes parameter blocks into checkpoints and identifies the
+ * data by a checksum over every byte of the meta, data and eval blocks
+ * (a resume refuses data whose checksum differs). So load must set every
+ * byte of them, padding inside structs and gaps left for alignment
+ * included: an uninitialised byte makes the same data look like other data
+ * to --resume. */
 typedef struct strata_problem {
   void *meta;    /* bytes every worker receives before worker_init (may be NULL) */
   size_t meta_len;

@@ -10,6 +10,10 @@
 #              dynamic schedule unfiltered with a set of all 10 features
 #              diverges (exit 3, with the hint) where the filtered one does not;
 #              the table written as svmlight gives the same objective.
+#   diverge    a small synthetic set where the static schedule's 2 workers
+#              diverge at the fixed damping 1/P without a NaN: exit 3 from the
+#              engine's rise check, naming the objective; with the damping
+#              that adapts to the objective, the run converges near serial's.
 #   bad_input  a missing file, a malformed line, a wrong column count, a NaN,
 #              an unknown flag, --lambda with --lambda-ratio, and a synth
 #              spec too large for memory (under ulimit -v, with --mem-limit,
@@ -122,6 +126,39 @@ PY
     timeout "$RUN_LIMIT" "$STRATA_LASSO" --mode serial --schedule dynamic --set-size 10 --rounds 10 \
       --corr-threshold 0.5 --lambda-ratio 0.01 --passes 200 "${COMMON[@]}" >conv.out 2>&1
     expect_rc 0 $? "dynamic, set size 10, correlation filter 0.5"
+    ;;
+
+  diverge)
+    # A small set on which the static schedule's 2 workers overshoot
+    # together at the fixed damping 1/P: the objective falls to 0.052 by
+    # pass 11, then climbs, every value finite (0.72 at pass 36, 744 at pass
+    # 200). The engine's rise check ends such a run (exit 3, nothing
+    # exported); the damping that adapts to the objective converges.
+    D=(--data synth:n=50,p=40000,nonzeros=10,noise=0.05,seed=8 -q)
+    mpi 3 "$STRATA_LASSO" "${D[@]}" --damping 0.5 --passes 300 --model-out m_fixed \
+      >fixed.out 2>fixed.err
+    expect_rc 3 $? "static, 2 workers, --damping 0.5"
+    expect_one_error fixed.err "strata-lasso: " "objective rose from"
+    N='[0-9.e+-]+'
+    grep -Eq "diverged at pass [0-9]+: objective rose from $N \\(pass [0-9]+\\) to $N; lower --damping" \
+      fixed.err || fail "the diverged message names no pass, best or hint: $(cat fixed.err)"
+    [ ! -e m_fixed ] || fail "a diverged run exported its model"
+    ok "$(cat fixed.err)"
+    timeout "$RUN_LIMIT" "$STRATA_LASSO" --mode serial "${D[@]}" --passes 300 --model-out m_serial \
+      --metrics-out serial.json >serial.out 2>&1 || { show_log serial.out; fail "serial run"; }
+    mpi 3 "$STRATA_LASSO" "${D[@]}" --passes 300 --model-out m_auto --metrics-out auto.json \
+      >auto.out 2>&1 || { show_log auto.out; fail "static, 2 workers, damping by the objective"; }
+    python3 - serial.json auto.json <<'PY' || fail "the adapted damping did not converge"
+import json, sys
+s, a = (json.load(open(f)) for f in sys.argv[1:3])
+F, G = s["final_objective"], a["final_objective"]
+cuts = [(p["pass"] + 1, p["damping"]) for p in a["per_pass"]
+        if p["pass"] and p["damping_since"] == p["pass"]]
+print("serial %.10g, 2 workers %.10g (relative %.2g); damping 0.5, lowered at %s"
+      % (F, G, G / F - 1, cuts))
+sys.exit(not (cuts and abs(G / F - 1) < 1e-3))
+PY
+    ok "static, 2 workers: the damping lowered, the objective within 1e-3 of serial's"
     ;;
 
   bad_input)

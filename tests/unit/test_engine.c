@@ -3,7 +3,8 @@
  * convergence, determinism, metrics, model export and early errors; and the
  * partials' reductions (SUM, MAX, MIN): their operations, the aggregation
  * of several workers' reports, and a serial run of a small app with MAX
- * and MIN partials, diverging or not.
+ * and MIN partials, diverging or not; the rise check of objectives that
+ * must fall.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -927,6 +928,113 @@ static void test_metrics_keys(void **state) {
   strata_err_clear();
 }
 
+/* An app whose objective 0 ("loss") must fall and objective 1 ("size")
+ * need not: each is partial i as one worker reports it. */
+static const char *const g_names[] = {"loss", "size"};
+
+static void g_objectives(const void *cfg, const strata_problem *p, const double *partials,
+                         double *values) {
+  (void)cfg, (void)p;
+  values[0] = partials[0];
+  values[1] = partials[1];
+}
+
+static const strata_app g_app = {.name = "rise", .n_partials = 2, .n_objectives = 2,
+                                 .objective_names = g_names, .falling = 1u,
+                                 .objectives = g_objectives, .diverged_hint = "lower --lr"};
+
+/* Feeds the aggregator one worker's passes first..n-1 of a run of n
+ * passes (loss[k], size 1000 k, pass k unscored where loss[k] is NaN), the
+ * passes before `first` as a resumed run's history. Returns the 1-based
+ * pass the rise check stopped at (0: none), with its message in msg. */
+static int feed_rise(const strata_app *app, const double *loss, int n, int first, char *msg,
+                     size_t msg_len) {
+  strata_engine_opts o = {.mode = STRATA_MODE_SCHEDULED, .passes = n};
+  strata_problem prob = {.n_examples = 1};
+  strata_run_result r;
+  memset(&r, 0, sizeof r);
+  strata__agg agg = {.app = app, .opts = &o,
+                     .setup = {.workers = 1, .strata = 1, .depth = 1, .passes = n, .worker = -1},
+                     .prob = &prob, .res = &r, .lag = 2};
+  assert_int_equal(strata__agg_open(&agg), 0);
+  /* What a resume restores: the objectives of the checkpoint's passes
+   * and the verdicts decided then (scheduler/ckpt.c). */
+  for (int k = 0; k < first; k++) {
+    agg.obj_hist[(size_t)k * STRATA_MAX_OBJECTIVES] = loss[k];
+    agg.obj_hist[(size_t)k * STRATA_MAX_OBJECTIVES + 1] = 1000.0 * k;
+  }
+  agg.start_pass = first;
+  agg.n_decided = first + 2 < n ? first + 2 : n;
+  strata__agg_start(&agg);
+  assert_int_equal(strata__agg_decide_first(&agg), 0);
+  for (int k = first; k < n && k < agg.run_passes; k++) {
+    pass_report rep;
+    strata__report_begin(&rep, k, 0);
+    strata_partials_init(app, rep.partials);
+    rep.unscored = isnan(loss[k]);
+    rep.partials[0] = isnan(loss[k]) ? 0 : loss[k];
+    rep.partials[1] = 1000.0 * k;
+    assert_int_equal(strata__agg_report(&agg, &rep), 0);
+  }
+  int rc = strata__agg_finish(&agg), stopped = agg.diverged_pass;
+  snprintf(msg, msg_len, "%s", rc ? strata_err_msg() : "");
+  assert_int_equal(rc, stopped ? STRATA_EDIVERGED : 0);
+  /* The workers run the passes up to the verdict lag after it. */
+  if (stopped) assert_int_equal(agg.run_passes, stopped + 1 < n ? stopped + 1 : n);
+  strata__agg_close(&agg);
+  strata_run_result_close(&r);
+  strata_err_clear();
+  return stopped;
+}
+
+/* The rise check of an objective that must fall: spikes above 10 times
+ * the best that last fewer than STRATA_RISE_PASSES passes, a rise below
+ * the limit, an objective not declared, unscored passes and a best of 0 do
+ * not stop a run; STRATA_RISE_PASSES passes above the limit, or one at the
+ * last pass, do, naming the objective, the best and its pass; the app's
+ * factor replaces 10; a resumed run measures against the checkpoint's
+ * passes. */
+static void test_aggregate_rise_check(void **state) {
+  (void)state;
+  char msg[256];
+  assert_int_equal(STRATA_RISE_PASSES, 3);
+  const double N = NAN;
+  /* best 0.5 at pass 2; spikes of two passes above 5; 4.9 just below */
+  const double ok[] = {1, 0.8, 0.5, 6, 4.9, 6, 7, 0.9, 4.99, 4.99, 4.99, N, 4.9, 0.6};
+  assert_int_equal(feed_rise(&g_app, ok, 14, 0, msg, sizeof msg), 0);
+  /* three passes in a row above the limit: the third stops the run */
+  const double up[] = {1, 0.8, 0.5, 0.7, 6, 60, 600, 6000, 0.1};
+  assert_int_equal(feed_rise(&g_app, up, 9, 0, msg, sizeof msg), 7);
+  assert_string_equal(msg, "the run diverged at pass 7: loss rose from 0.5 (pass 3) to 600; "
+                           "lower --lr");
+  /* an unscored pass neither counts nor breaks the streak */
+  const double gap[] = {1, 0.5, 6, N, 6, 6, 1};
+  assert_int_equal(feed_rise(&g_app, gap, 7, 0, msg, sizeof msg), 6);
+  /* above the limit after the last pass: no passes left to wait for */
+  const double end[] = {1, 0.5, 0.4, 4.5};
+  assert_int_equal(feed_rise(&g_app, end, 4, 0, msg, sizeof msg), 4);
+  assert_non_null(strstr(msg, "at pass 4: loss rose from 0.4 (pass 3) to 4.5"));
+  /* a best of 0 or below gives no ratio */
+  const double zero[] = {1, 0, 5, 5, 5, 5};
+  assert_int_equal(feed_rise(&g_app, zero, 6, 0, msg, sizeof msg), 0);
+  /* nothing declared: nothing checked */
+  strata_app none = g_app;
+  none.falling = 0;
+  assert_int_equal(feed_rise(&none, up, 9, 0, msg, sizeof msg), 0);
+  /* the app's own factor: 2 */
+  strata_app two = g_app;
+  two.rise_limit = 2;
+  const double mild[] = {1, 0.5, 0.9, 1.1, 1.2, 1.3, 0.2};
+  assert_int_equal(feed_rise(&g_app, mild, 7, 0, msg, sizeof msg), 0);
+  assert_int_equal(feed_rise(&two, mild, 7, 0, msg, sizeof msg), 6);
+  assert_non_null(strstr(msg, "loss rose from 0.5 (pass 2) to 1.3"));
+  /* resumed after 4 passes: the best, 0.1 at pass 2, is the checkpoint's */
+  const double res[] = {1, 0.1, 0.3, 0.5, 2, 2, 2, 2};
+  assert_int_equal(feed_rise(&g_app, res, 8, 4, msg, sizeof msg), 7);
+  assert_non_null(strstr(msg, "loss rose from 0.1 (pass 2) to 2"));
+  assert_int_equal(feed_rise(&g_app, res, 8, 0, msg, sizeof msg), 7);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_metrics_keys, setup, teardown),
@@ -950,6 +1058,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_reduce_ops, setup, teardown),
       cmocka_unit_test_setup_teardown(test_serial_max_min_partials, setup, teardown),
       cmocka_unit_test_setup_teardown(test_aggregate_reduces_workers, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_aggregate_rise_check, setup, teardown),
   };
   return cmocka_run_group_tests_name("engine", tests, NULL, NULL);
 }
