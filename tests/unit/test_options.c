@@ -585,7 +585,13 @@ static void test_enum(void **state) {
   expect_usage3(WORDS("--color", "''"), "--color", "", NULL);
   expect_usage3(WORDS("--color", "'red|green'"), "--color", "red|green", NULL);
   expect_usage3(WORDS("--color", "needs a value"), "--color", NULL);
+  /* A flag where the value should be: the value is missing, said so. */
+  expect_usage3(WORDS("--color needs a value", "'--ratio'", "--color=VALUE"), "--color", "--ratio",
+                "2", NULL);
   assert_int_equal(c3.color, 2); /* the failures did not land */
+  /* A value that starts with "--" goes as --NAME=VALUE; a negative number is a value. */
+  assert_int_equal(parse3("--nodef-ratio", "-2", NULL), 0);
+  assert_true(c3.nodef_ratio.value == -2);
 }
 
 static void test_optional_values(void **state) {
