@@ -53,7 +53,7 @@ static const strata_option disrupt_keys[] = {
     {"slot", 0, STRATA_OPT_INT, EOPT(eng.disrupt_slot_ms), NULL, "MS", 1, 3600000, NULL, NULL, NULL},
     {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
 
-#define N_ENGINE_OPTS 28
+#define N_ENGINE_OPTS 29
 /* Options that do not change what a run computes: a resume may change them. */
 #define R STRATA_OPT_RESUMABLE
 
@@ -121,6 +121,9 @@ static void engine_table_init(engine_table *t, const strata_app *app) {
       {"round-depth", 0, STRATA_OPT_INT, EOPT(eng.round_depth), "1", "D", 1, 1024, NULL,
        "rounds in flight: round t is scheduled from the model after round t-D (1: exact; more "
        "hides the coordinator's round trip behind the workers' work)", NULL},
+      {"round-trace", 0, STRATA_OPT_STRING | R, EOPT(eng.round_trace), NULL, "FILE", 0, 0, NULL,
+       "write every round's record (latency, bytes each way, the workers' compute and wait) "
+       "as a JSON line into FILE", NULL},
       {"passes", 'p', STRATA_OPT_INT | R, EOPT(eng.passes), t->passes, "N", 1, 1000000, NULL,
        "data passes (a resumed run: in all, the checkpoint's included)", NULL},
       {"tol", 0, STRATA_OPT_DOUBLE | R, EOPT(eng.tol), "0", "X", 0, 1e300, NULL, t->tol, NULL},
@@ -164,6 +167,7 @@ static void engine_table_init(engine_table *t, const strata_app *app) {
   /* Only a round app (strata/round.h) has rounds, and only an app with a
    * convergence measure a tolerance. */
   if (!app->round) drop_option(t->opts, "round-depth");
+  if (!app->round) drop_option(t->opts, "round-trace");
   if (!app->round && app->tol.kind == STRATA_TOL_NONE) drop_option(t->opts, "tol");
 }
 

@@ -42,6 +42,7 @@ static int check_run(const strata_app *app, const strata_engine_opts *opts, int 
     return strata_err_set(STRATA_EINVAL, "%s: at most %d partials, %d objectives and %d controls",
                           app->name, STRATA_MAX_PARTIALS, STRATA_MAX_OBJECTIVES, STRATA_MAX_CONTROLS);
   int rc = opts->metrics_out ? strata_check_writable(opts->metrics_out) : 0;
+  if (!rc && opts->round_trace) rc = strata_check_writable(opts->round_trace);
   if (!rc && opts->model_out) rc = check_model_dir(opts->model_out);
   return rc;
 }

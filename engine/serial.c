@@ -114,7 +114,9 @@ int strata__serial_run(const strata__run *run, strata_run_result *result) {
     sr.agg = &agg;
     sr.R = (strata__rounds){.app = app, .cfg = run->cfg, .prob = p, .sched = &sched,
                             .depth = opts->round_depth, .stats = &result->rounds};
-    if ((rc = strata__rounds_open(&sr.R, ck.start_pass))) goto done;
+    if ((rc = strata__rounds_open(&sr.R, ck.start_pass)) ||
+        (rc = strata__rounds_trace_open(&sr.R, opts->round_trace)))
+      goto done;
     w.rounds_per_pass = p->rounds_per_pass;
     w.round_recv = serial_round_recv;
     w.round_send = serial_round_send;
@@ -138,7 +140,10 @@ int strata__serial_run(const strata__run *run, strata_run_result *result) {
   if (!rc && opts->model_out && app->export_model)
     rc = app->export_model(run->cfg, &run->setup, p, opts->model_out);
 done:
-  if (sr.R.app) strata__rounds_close(&sr.R);
+  if (sr.R.app) {
+    strata__rounds_trace_close(&sr.R, !rc);
+    strata__rounds_close(&sr.R);
+  }
   strata_schedule_close(&sched);
   strata__agg_close(&agg);
   strata__ckpt_close(&ck);

@@ -588,7 +588,9 @@ static int run_coordinator(coord *c, strata_transport *t) {
   c->res->setup_s = strata_now() - t1;
   R = (strata__rounds){.app = c->app, .cfg = c->cfg, .prob = p, .sched = &c->sched,
                        .depth = c->opts->round_depth, .stats = &c->res->rounds};
-  if (p->rounds_per_pass && (rc = strata__rounds_open(&R, c->agg.start_pass))) goto done;
+  if (p->rounds_per_pass && ((rc = strata__rounds_open(&R, c->agg.start_pass)) ||
+                             (rc = strata__rounds_trace_open(&R, c->opts->round_trace))))
+    goto done;
   strata__agg_start(&c->agg);
   if (c->run->view) c->run->view->phase(c->run->view->ud, STRATA__PHASE_RUNNING, &c->agg);
   for (int pass = c->agg.start_pass; pass < c->agg.run_passes && !rc; pass++) {
@@ -644,7 +646,10 @@ done:
    * could not be ended cleanly (the caller ends it at once). */
   if (!(rc && c->res->peers_blocked)) {
     strata_free(reps);
-    if (R.app) strata__rounds_close(&R);
+    if (R.app) {
+      strata__rounds_trace_close(&R, !rc);
+      strata__rounds_close(&R);
+    }
     strata_free(steps.r);
   }
   strata__bell_close();

@@ -3,7 +3,10 @@
  */
 #include "scheduler/rounds.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "strata/core.h"
@@ -19,10 +22,27 @@ struct strata__round_slot {
   int n_owed;
   double t_sent;
   double compute_max, wait_max;
+  uint64_t bytes_out, bytes_in; /* its step's bytes to the workers, its pushes' back */
 };
 
 static strata__round_slot *slot_of(strata__rounds *R, int64_t t) {
   return &R->slots[t % R->depth];
+}
+
+int strata__rounds_trace_open(strata__rounds *R, const char *path) {
+  if (!path) return 0;
+  snprintf(R->trace_path, sizeof R->trace_path, "%s", path);
+  snprintf(R->trace_tmp, sizeof R->trace_tmp, "%s.tmp.%d", path, (int)getpid());
+  if (!(R->trace = fopen(R->trace_tmp, "w")))
+    return strata_err_set(STRATA_EIO, "%s: cannot write: %s", R->trace_tmp, strerror(errno));
+  return 0;
+}
+
+void strata__rounds_trace_close(strata__rounds *R, int ok) {
+  if (!R->trace) return;
+  ok = fclose(R->trace) == 0 && ok;
+  R->trace = NULL;
+  if (!ok || rename(R->trace_tmp, R->trace_path) != 0) remove(R->trace_tmp);
 }
 
 int strata__rounds_open(strata__rounds *R, int start_pass) {
@@ -93,6 +113,13 @@ static void record(strata__rounds *R, const strata__round_slot *s, double now) {
   double lat = now - s->t_sent;
   R->pass_rounds++;
   R->pass_latency_s += lat;
+  if (R->trace)
+    fprintf(R->trace,
+            "{\"round\":%lld,\"pass\":%d,\"latency_us\":%.3f,\"bytes_to_workers\":%llu,"
+            "\"bytes_from_workers\":%llu,\"worker_compute_us\":%.3f,\"worker_wait_us\":%.3f}\n",
+            (long long)s->index, (int)(s->index / (int64_t)R->per_pass), lat * 1e6,
+            (unsigned long long)s->bytes_out, (unsigned long long)s->bytes_in,
+            s->compute_max * 1e6, s->wait_max * 1e6);
   if (!st) return;
   st->count++;
   st->latency_sum_s += lat;
@@ -175,11 +202,13 @@ int strata__rounds_next(strata__rounds *R) {
       s->index = t;
       s->n_owed = 0;
       s->compute_max = s->wait_max = 0;
+      s->bytes_out = s->bytes_in = 0;
       for (int w = 0; w < R->P; w++) {
         int has = s->plan.ids[w].len || s->plan.payload[w].len;
         s->owed[w] = (unsigned char)has;
         s->n_owed += has;
         if ((rc = strata__round_pack(&R->msg[w], &h, R->apply.buf, &s->plan, w))) return rc;
+        s->bytes_out += R->msg[w].len;
         if (R->stats) {
           R->stats->bytes_out += R->msg[w].len;
           R->stats->ids_out += s->plan.ids[w].len / sizeof(uint32_t);
@@ -239,6 +268,7 @@ int strata__rounds_take(strata__rounds *R, int w, const void *msg, size_t len) {
   s->n_owed--;
   if (h.compute_s > s->compute_max) s->compute_max = h.compute_s;
   if (h.wait_s > s->wait_max) s->wait_max = h.wait_s;
+  s->bytes_in += len;
   if (R->stats) R->stats->bytes_in += len;
   if (!s->n_owed) record(R, s, now);
   return 0;

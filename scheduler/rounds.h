@@ -13,6 +13,8 @@
 #ifndef STRATA_SCHEDULER_ROUNDS_H
 #define STRATA_SCHEDULER_ROUNDS_H
 
+#include <stdio.h>
+
 #include "core/round.h"
 #include "strata/app.h"
 #include "strata/engine.h"
@@ -27,6 +29,8 @@ typedef struct strata__rounds {
   const strata_schedule *sched;
   int depth;
   strata_round_stats *stats; /* the result's, filled as rounds complete */
+  FILE *trace; /* NULL, or where each round's record goes as it completes (a JSON line) */
+  char trace_path[4096], trace_tmp[4200];
 
   /* Internal. */
   int P;
@@ -49,6 +53,11 @@ typedef struct strata__rounds {
 
 enum { STRATA__ROUNDS_SEND = 1, STRATA__ROUNDS_WAIT, STRATA__ROUNDS_DONE };
 
+/* --round-trace PATH: each round's record as a JSON line, written to a
+ * temporary file that becomes PATH when the run ends well (close with
+ * ok = 1) and is removed otherwise. 0 or STRATA_EIO. */
+int strata__rounds_trace_open(strata__rounds *R, const char *path);
+void strata__rounds_trace_close(strata__rounds *R, int ok);
 /* Opens the state of a run resumed at pass start_pass (0: a fresh run). 0
  * or STRATA_ENOMEM. */
 int strata__rounds_open(strata__rounds *R, int start_pass);

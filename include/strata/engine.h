@@ -125,6 +125,10 @@ typedef struct strata_engine_opts {
   /* Round apps (strata/round.h): rounds in flight, >= 1 (0: 1). Round t is
    * scheduled from the state after round t - round_depth. */
   int round_depth;
+  /* Round runs: each round's record (its latency, bytes each way, the
+   * slowest worker's compute and longest wait) as a JSON line into this
+   * file, written when the run ends well; NULL: none. */
+  const char *round_trace;
   /* > 0: stop once the app's convergence measure is at most tol
    * (strata_app.tol; a round app's schedule_round); 0: never. */
   double tol;

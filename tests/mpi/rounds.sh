@@ -43,14 +43,22 @@ for d in 1 3; do
   ok "depth $d: serial and 1, 2, 3 workers export the same coefficients"
 done
 
-gcd tol 2 --passes 500 --tol 1e-4
+gcd tol 2 --passes 500 --tol 1e-4 --round-trace trace.jsonl
 [ "$(json tol.json "m['stop_reason']")" = tolerance ] || fail "--tol: stop_reason $(json tol.json "m['stop_reason']")"
 passes=$(json tol.json "m['passes']")
 [ "$passes" -lt 500 ] || fail "--tol: ran all $passes passes"
 json tol.json "m['rounds']['count'] > 0 and m['rounds']['latency_us_median'] > 0 and m['score'] <= 1e-4" |
   grep -qx true || fail "--tol: rounds or score: $(json tol.json "m['rounds']")"
 
-ok "--tol stops after $passes passes with stop_reason tolerance"
+python3 - tol.json trace.jsonl <<'PY' || fail "--round-trace: not one line per round"
+import json, sys
+m = json.load(open(sys.argv[1]))
+lines = [json.loads(l) for l in open(sys.argv[2])]
+assert len(lines) == m["rounds"]["count"], (len(lines), m["rounds"]["count"])
+assert all(l["latency_us"] > 0 and l["bytes_to_workers"] > 0 for l in lines)
+assert [l["round"] for l in lines] == sorted(l["round"] for l in lines)
+PY
+ok "--tol stops after $passes passes with stop_reason tolerance; --round-trace has every round"
 
 gcd ck 2 --passes 8 --checkpoint ckpt --checkpoint-every 4
 gcd resumed 2 --passes 16 --resume ckpt
