@@ -23,9 +23,10 @@ Usage:
                                             hosts, as the per-address limit sees
                                             them), the scrapes from 127.0.0.1
   status_client.py burst URL N SECONDS OUT.json
-                                            N clients at once scraping /metrics
-                                            over and over for SECONDS; OUT gets the
-                                            scrapes answered and those that failed
+                                            once a second for SECONDS seconds, N
+                                            scrapes of /metrics at once; OUT gets
+                                            the scrapes answered and those that
+                                            failed (not within their second)
   status_client.py selftest                 the checks against broken texts
 Exit status 1 on the first malformed scrape or decreasing counter.
 """
@@ -255,6 +256,7 @@ def cmd_hostile(url, pid, never, half, out):
 
 
 def cmd_burst(url, n, seconds, out):
+    """Once a second for `seconds` seconds, n scrapes of /metrics at once."""
     import asyncio
     import urllib.parse
     u = urllib.parse.urlparse(url)
@@ -269,27 +271,28 @@ def cmd_burst(url, n, seconds, out):
         finally:
             w.close()
 
-    async def one(end):
-        while time.time() < end:
-            try:
-                # A scrape not answered by the burst's end counts as failed.
-                data = await asyncio.wait_for(scrape(), max(0.1, end - time.time()))
-                done["ok" if data.startswith(b"HTTP/1.1 200") else "failed"] += 1
-            except (OSError, asyncio.TimeoutError):
-                done["failed"] += 1
-                await asyncio.sleep(0.05)
+    async def one(until):
+        try:
+            # Not answered within its second: failed.
+            data = await asyncio.wait_for(scrape(), max(0.01, until - time.time()))
+            done["ok" if data.startswith(b"HTTP/1.1 200") else "failed"] += 1
+        except (OSError, asyncio.TimeoutError):
+            done["failed"] += 1
 
     async def main():
-        end = time.time() + seconds
-        await asyncio.gather(*(one(end) for _ in range(n)))
+        t0 = time.time()
+        for k in range(int(seconds)):
+            start = t0 + k
+            await asyncio.sleep(max(0.0, start - time.time()))
+            await asyncio.gather(*(one(start + 1.0) for _ in range(n)))
 
     t0 = time.time()
     asyncio.run(main())
     t1 = time.time()
     r = {"seconds": t1 - t0, "scrapes": done["ok"], "failed": done["failed"]}
     json.dump(r, open(out, "w"))
-    print(f"{n} clients at once: {done['ok']} scrapes of /metrics answered, {done['failed']} "
-          f"refused, reset or unanswered, in {t1 - t0:.1f} s")
+    print(f"{int(seconds)} rounds of {n} scrapes of /metrics at once: {done['ok']} answered, "
+          f"{done['failed']} refused, reset or not answered within the round's second")
 
 
 def cmd_selftest():
