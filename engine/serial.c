@@ -50,6 +50,8 @@ static int serial_round_send(void *ud, const void *msg, size_t len) {
 /* The pass's report, after its rounds: their figures go with it. */
 static int serial_round_report(void *ud, const pass_report *rep) {
   serial_rounds *S = ud;
+  int rc = strata__agg_reserve(S->agg, rep->pass + 1);
+  if (rc) return rc;
   strata_pass_stats *ps = &S->agg->res->per_pass[rep->pass];
   strata__rounds_pass_stats(&S->R, &ps->rounds, &ps->round_latency_s);
   if (S->R.converged) strata__agg_end(S->agg, rep->pass, "tolerance");

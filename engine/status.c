@@ -1,7 +1,8 @@
 /*
  * The live view of a run (engine/status.h): libmicrohttpd in external-poll
  * mode (its epoll descriptor and timeout) driven by a libev loop on a
- * thread of its own, serving documents the coordinator renders.
+ * thread of its own, serving documents the coordinator renders, each once
+ * for every client.
  */
 #include "engine/status.h"
 
@@ -14,10 +15,13 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,11 +37,18 @@
 static const char *const phase_names[] = {"loading", "shipping", "running", "finished", "failed"};
 #define N_PHASES 5
 
-/* A rendered document; owned by whoever holds the pointer. */
+/* A rendered document: the body of one libmicrohttpd response, which
+ * every request for it is queued with. The library counts the connections
+ * sending a response and frees it (and with it the document, free_doc)
+ * once the last is done and the view has let go of it. */
 typedef struct doc {
-  char *buf;
   size_t len;
+  char text[];
 } doc;
+
+/* Bytes of every document alive: the current ones and those that slow
+ * clients still hold. Written on both threads. */
+static atomic_size_t g_kept;
 
 typedef struct status {
   /* The server's thread and what only it touches. */
@@ -49,9 +60,13 @@ typedef struct status {
   ev_async stop;
   pthread_t thread;
   int running;
-  /* The documents served, swapped in under mu. */
+  /* The documents served, swapped in under mu; a request queues the
+   * current one under it (which takes the library's reference). */
   pthread_mutex_t mu;
-  doc json, prom;
+  struct MHD_Response *json, *prom;
+  size_t json_bytes, prom_bytes; /* theirs (the coordinator's thread) */
+  /* Fixed answers, made once. */
+  struct MHD_Response *page, *not_found, *not_allowed, *unavailable;
   char url[200];
   /* The coordinator's side. */
   const strata_app *app;
@@ -352,24 +367,45 @@ static void render_prom(FILE *f, const status *s, const strata_run_result *r, in
   }
 }
 
-static doc render_to_memory(void (*put)(FILE *f, void *ud), void *ud) {
-  doc d = {NULL, 0};
+static void free_doc(void *cls) {
+  doc *d = cls;
+  atomic_fetch_sub(&g_kept, sizeof *d + d->len);
+  strata_free(d);
+}
+
+/* A response of type `type` whose body is what put writes; NULL when out
+ * of memory. */
+static struct MHD_Response *render_to_response(void (*put)(FILE *f, void *ud), void *ud,
+                                               const char *type, size_t *bytes) {
   char *buf = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
   if (!f)
-    return d;
+    return NULL;
   put(f, ud);
-  if (fclose(f) == 0 && buf) {
-    /* Requests free their copies with strata_free. */
-    d.buf = strata_malloc(len + 1);
-    if (d.buf) {
-      memcpy(d.buf, buf, len + 1);
-      d.len = len;
-    }
+  doc *d = NULL;
+  if (fclose(f) == 0 && buf && (d = strata_malloc(sizeof *d + len + 1))) {
+    /* Counted by strata's allocator, as all of the engine's memory. */
+    d->len = len;
+    memcpy(d->text, buf, len + 1);
+    atomic_fetch_add(&g_kept, sizeof *d + len);
   }
   free(buf);
-  return d;
+  if (!d)
+    return NULL;
+  struct MHD_Response *resp =
+      MHD_create_response_from_buffer_with_free_callback_cls(d->len, d->text, free_doc, d);
+  if (!resp) {
+    free_doc(d);
+    return NULL;
+  }
+  if (MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type) != MHD_YES ||
+      MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store") != MHD_YES) {
+    MHD_destroy_response(resp);
+    return NULL;
+  }
+  *bytes = sizeof *d + d->len;
+  return resp;
 }
 
 typedef struct render_args {
@@ -402,21 +438,33 @@ static void bare_result(const status *s, strata_run_result *r) {
   r->depth = s->o->depth;
 }
 
+#define JSON_TYPE "application/json"
+#define PROM_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
 /* Renders both documents from r's first `done` passes and swaps them in. */
 static void publish(status *s, const strata_run_result *r, int done) {
   double t = strata_now();
   render_args a = {s, r, done};
-  doc j = render_to_memory(put_json, &a), p = render_to_memory(put_prom, &a);
+  size_t jb = 0, pb = 0;
+  struct MHD_Response *j = render_to_response(put_json, &a, JSON_TYPE, &jb);
+  struct MHD_Response *p = render_to_response(put_prom, &a, PROM_TYPE, &pb);
   /* Out of memory: the documents before stay. */
-  doc oj = {NULL, 0}, op = {NULL, 0};
+  struct MHD_Response *oj = NULL, *op = NULL;
   pthread_mutex_lock(&s->mu);
-  if (j.buf)
+  if (j)
     oj = s->json, s->json = j;
-  if (p.buf)
+  if (p)
     op = s->prom, s->prom = p;
   pthread_mutex_unlock(&s->mu);
-  strata_free(oj.buf);
-  strata_free(op.buf);
+  /* Clients still sending them keep them until they are done. */
+  if (oj)
+    MHD_destroy_response(oj);
+  if (op)
+    MHD_destroy_response(op);
+  if (j)
+    s->json_bytes = jb;
+  if (p)
+    s->prom_bytes = pb;
   double now = strata_now(), cost = now - t;
   s->next_render = now + fmax(STRATA__STATUS_MIN_GAP, cost / STRATA__STATUS_SHARE);
   s->pending = 0;
@@ -441,55 +489,44 @@ static void on_phase(void *ud, strata__phase phase, const strata__agg *agg) {
   publish_now(s);
 }
 
+/* Whether a summed pass may be rendered now: paced, and not while the
+ * documents that slow clients still hold (older than the current ones)
+ * take more than STRATA__STATUS_KEEP bytes, so that clients who do not
+ * read cannot make the view keep a version per render. */
+static int may_render(const status *s) {
+  size_t kept = atomic_load(&g_kept), cur = s->json_bytes + s->prom_bytes;
+  return strata_now() >= s->next_render && (kept <= cur || kept - cur <= STRATA__STATUS_KEEP);
+}
+
 static void on_summed(void *ud, const strata__agg *agg, int pass) {
   status *s = ud;
   s->agg = agg;
   s->done = pass + 1;
   s->pending = 1;
-  if (strata_now() >= s->next_render)
+  if (may_render(s))
     publish_now(s);
 }
 
 static void on_tick(void *ud) {
   status *s = ud;
-  if (s->pending && strata_now() >= s->next_render)
+  if (s->pending && may_render(s))
     publish_now(s);
 }
 
 /* ---- serving (the server's thread) ---- */
 
-/* A HEAD request's answer is the same: libmicrohttpd sends its headers only. */
-static enum MHD_Result reply(struct MHD_Connection *conn, unsigned code, const char *type,
-                             doc body) {
-  struct MHD_Response *resp =
-      MHD_create_response_from_buffer_with_free_callback(body.len, body.buf, strata_free);
-  if (!resp) {
-    strata_free(body.buf);
-    return MHD_NO;
-  }
-  MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-  MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-  if (code == MHD_HTTP_METHOD_NOT_ALLOWED)
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
-  enum MHD_Result ret = MHD_queue_response(conn, code, resp);
-  MHD_destroy_response(resp);
-  return ret;
-}
-
-static doc copy_text(const char *text, size_t len) {
-  doc d = {strata_malloc(len + 1), len};
-  if (d.buf)
-    memcpy(d.buf, text, len + 1);
-  else
-    d.len = 0;
-  return d;
-}
-
-static doc copy_doc(status *s, const doc *src) {
+/* The current document of *which (503 before there is one: out of memory
+ * at the first render). Queued under the lock, so that the coordinator
+ * cannot let go of the response before the library holds it for this
+ * connection; a HEAD request gets the same answer, the headers only. */
+static enum MHD_Result serve_doc(status *s, struct MHD_Connection *conn,
+                                 struct MHD_Response *const *which) {
   pthread_mutex_lock(&s->mu);
-  doc d = src->buf ? copy_text(src->buf, src->len) : copy_text("", 0);
+  enum MHD_Result ret = *which ? MHD_queue_response(conn, MHD_HTTP_OK, *which)
+                               : MHD_queue_response(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+                                                    s->unavailable);
   pthread_mutex_unlock(&s->mu);
-  return d;
+  return ret;
 }
 
 static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char *url,
@@ -501,21 +538,15 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
   (void)upload_size;
   (void)req_cls;
   int head = strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
-  if (!head && strcmp(method, MHD_HTTP_METHOD_GET) != 0) {
-    static const char t[] = "405 method not allowed: only GET and HEAD\n";
-    return reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8",
-                 copy_text(t, sizeof t - 1));
-  }
+  if (!head && strcmp(method, MHD_HTTP_METHOD_GET) != 0)
+    return MHD_queue_response(conn, MHD_HTTP_METHOD_NOT_ALLOWED, s->not_allowed);
   if (strcmp(url, "/metrics") == 0)
-    return reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8",
-                 copy_doc(s, &s->prom));
+    return serve_doc(s, conn, &s->prom);
   if (strcmp(url, "/status.json") == 0)
-    return reply(conn, MHD_HTTP_OK, "application/json", copy_doc(s, &s->json));
+    return serve_doc(s, conn, &s->json);
   if (strcmp(url, "/") == 0 || strcmp(url, "/index.html") == 0)
-    return reply(conn, MHD_HTTP_OK, "text/html; charset=utf-8",
-                 copy_text(strata__status_page, sizeof strata__status_page - 1));
-  static const char t[] = "404 not found: try /, /metrics or /status.json\n";
-  return reply(conn, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8", copy_text(t, sizeof t - 1));
+    return MHD_queue_response(conn, MHD_HTTP_OK, s->page);
+  return MHD_queue_response(conn, MHD_HTTP_NOT_FOUND, s->not_found);
 }
 
 /* After every run of the daemon: wake again when it has timeouts due. */
@@ -611,7 +642,9 @@ static int listen_on(status *s, const char *addr) {
     /* A port in TIME_WAIT from an earlier run can be taken again; one
      * another process listens on cannot. */
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 64)) {
+    /* A long queue: a burst of connections waits to be accepted (or
+     * refused at the limits) rather than having its SYNs dropped. */
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, SOMAXCONN)) {
       int e = errno;
       close(fd);
       fd = -1;
@@ -653,6 +686,7 @@ static int listen_on(status *s, const char *addr) {
 }
 
 static void status_free(status *s) {
+  /* The daemon first: it lets go of the responses its connections hold. */
   if (s->d)
     MHD_stop_daemon(s->d);
   if (s->fd >= 0)
@@ -660,9 +694,53 @@ static void status_free(status *s) {
   if (s->loop)
     ev_loop_destroy(s->loop);
   pthread_mutex_destroy(&s->mu);
-  strata_free(s->json.buf);
-  strata_free(s->prom.buf);
+  struct MHD_Response *all[] = {s->json,      s->prom,        s->page,
+                                s->not_found, s->not_allowed, s->unavailable};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+    if (all[i])
+      MHD_destroy_response(all[i]);
   strata_free(s);
+}
+
+/* A fixed answer: text (static) of type `type`; NULL when out of memory. */
+static struct MHD_Response *fixed(const char *text, size_t len, const char *type) {
+  /* PERSISTENT: the library neither copies nor frees the text. */
+  struct MHD_Response *r =
+      MHD_create_response_from_buffer(len, (void *)(uintptr_t)text, MHD_RESPMEM_PERSISTENT);
+  if (r && (MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type) != MHD_YES ||
+            MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store") != MHD_YES)) {
+    MHD_destroy_response(r);
+    r = NULL;
+  }
+  return r;
+}
+
+static int make_fixed(status *s) {
+  static const char nf[] = "404 not found: try /, /metrics or /status.json\n";
+  static const char na[] = "405 method not allowed: only GET and HEAD\n";
+  static const char un[] = "503 not rendered: out of memory\n";
+  static const char text[] = "text/plain; charset=utf-8";
+  s->page = fixed(strata__status_page, sizeof strata__status_page - 1, "text/html; charset=utf-8");
+  s->not_found = fixed(nf, sizeof nf - 1, text);
+  s->not_allowed = fixed(na, sizeof na - 1, text);
+  s->unavailable = fixed(un, sizeof un - 1, text);
+  if (s->not_allowed &&
+      MHD_add_response_header(s->not_allowed, MHD_HTTP_HEADER_ALLOW, "GET, HEAD") != MHD_YES) {
+    MHD_destroy_response(s->not_allowed);
+    s->not_allowed = NULL;
+  }
+  return s->page && s->not_found && s->not_allowed && s->unavailable ? 0 : -1;
+}
+
+/* Connections at once: STRATA__STATUS_CONNS, but at most half of the
+ * process's descriptors (the run's own come first: MPI, the liveness
+ * watch, its files). */
+static unsigned conn_limit(void) {
+  struct rlimit rl;
+  unsigned n = STRATA__STATUS_CONNS;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur / 2 < n)
+    n = rl.rlim_cur / 2 < 16 ? 16 : (unsigned)(rl.rlim_cur / 2);
+  return n;
 }
 
 int strata__status_open(const char *addr, const strata_app *app, const strata_engine_opts *o,
@@ -681,14 +759,19 @@ int strata__status_open(const char *addr, const strata_app *app, const strata_en
   s->cpu0 = strata_cpu_seconds();
   s->start_unix = unix_now();
   s->view = (strata__view){on_phase, on_summed, on_tick, s};
-  int rc = listen_on(s, addr);
+  int rc = make_fixed(s) ? strata_err_set(STRATA_ENOMEM, "--status: out of memory") : 0;
+  if (!rc)
+    rc = listen_on(s, addr);
   if (!rc) {
     /* MHD_USE_EPOLL without an internal thread: one descriptor to watch,
-     * MHD_run when it is readable or a timeout is due. Connections idle
-     * for 30 s are closed; at most 64 at once. */
-    s->d = MHD_start_daemon(MHD_USE_EPOLL, 0, NULL, NULL, answer, s, MHD_OPTION_LISTEN_SOCKET,
-                            s->fd, MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_CONNECTION_LIMIT,
-                            64u, MHD_OPTION_END);
+     * MHD_run when it is readable or a timeout is due. The limits bound
+     * what clients can hold (engine/status.h). */
+    unsigned conns = conn_limit();
+    s->d = MHD_start_daemon(
+        MHD_USE_EPOLL, 0, NULL, NULL, answer, s, MHD_OPTION_LISTEN_SOCKET, s->fd,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)STRATA__STATUS_TIMEOUT,
+        MHD_OPTION_CONNECTION_LIMIT, conns, MHD_OPTION_PER_IP_CONNECTION_LIMIT, conns / 2,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)STRATA__STATUS_CONN_MEMORY, MHD_OPTION_END);
     if (!s->d)
       rc = strata_err_set(STRATA_EIO, "--status %s: the HTTP server did not start", addr);
   }

@@ -10,10 +10,20 @@
  * The server is libmicrohttpd, driven from a libev loop on a thread of its
  * own: it never waits on the coordinator, nor the coordinator on it. The
  * coordinator renders both documents on its own thread when the run
- * changes (a phase, a summed pass) and hands them over under a lock; a
- * request copies the latest. Rendering is paced so that it takes at most
- * STRATA__STATUS_SHARE of the coordinator's time; a change left waiting is
- * rendered from the coordinator's next wait (or the next change).
+ * changes (a phase, a summed pass) and hands them over under a lock; every
+ * request for one is answered from the same copy, which lives until the
+ * last client sending it is done. Rendering is paced so that it takes at
+ * most STRATA__STATUS_SHARE of the coordinator's time; a change left
+ * waiting is rendered from the coordinator's next wait (or the next
+ * change).
+ *
+ * What clients can hold is bounded: STRATA__STATUS_CONNS connections at
+ * once (at most half the process's descriptors), half of them from one
+ * address; a connection that moves no byte for STRATA__STATUS_TIMEOUT
+ * seconds is closed; its buffers (request, headers) take at most
+ * STRATA__STATUS_CONN_MEMORY bytes; and while older documents that slow
+ * clients still hold take more than STRATA__STATUS_KEEP bytes, summed
+ * passes are not rendered (phases and the run's end still are).
  *
  * One live view per process: the functions below act on it, and are
  * no-ops when there is none.
@@ -26,6 +36,10 @@
 
 #define STRATA__STATUS_SHARE 0.01
 #define STRATA__STATUS_MIN_GAP 0.1 /* seconds between renders at least */
+#define STRATA__STATUS_CONNS 1024
+#define STRATA__STATUS_TIMEOUT 10
+#define STRATA__STATUS_CONN_MEMORY 16384
+#define STRATA__STATUS_KEEP (8u << 20)
 
 /*
  * Starts serving on addr ("HOST:PORT", "[IPv6]:PORT" or ":PORT" for every

@@ -130,14 +130,10 @@ int strata__agg_open(strata__agg *c) {
   r->strata = c->setup.strata;
   r->depth = c->setup.depth;
   r->passes = N;
-  r->per_pass = strata_calloc((size_t)N, sizeof *r->per_pass);
-  r->per_pass_worker = strata_calloc((size_t)N * (size_t)P, sizeof *r->per_pass_worker);
   r->worker_total = strata_calloc((size_t)P, sizeof *r->worker_total);
-  c->ctl = strata_calloc((size_t)N, sizeof *c->ctl);
-  c->obj_hist = strata_calloc((size_t)N * STRATA_MAX_OBJECTIVES, sizeof *c->obj_hist);
-  if (!r->per_pass || !r->per_pass_worker || !r->worker_total || !c->ctl || !c->obj_hist)
-    return strata_err_set(STRATA_ENOMEM, "coordinator: out of memory");
-  for (int i = 0; i < N; i++) r->per_pass[i].drift = -1;
+  if (!r->worker_total) return strata_err_set(STRATA_ENOMEM, "coordinator: out of memory");
+  int rc = strata__agg_reserve(c, N < 1 ? N : 1);
+  if (rc) return rc;
   r->checkpoint_last = -1;
   c->run_passes = N;
   strata_partials_init(c->app, c->partials);
@@ -150,6 +146,49 @@ int strata__agg_open(strata__agg *c) {
   return 0;
 }
 
+/* p (room for *cap passes of `size` bytes) with room for `need`, the new
+ * passes zeroed; NULL (p as it was) when out of memory. */
+static void *grow_passes(void *p, size_t *cap, size_t need, size_t limit, size_t size) {
+  size_t old = *cap;
+  char *q = strata_grow(p, need, cap, limit, size);
+  if (q) memset(q + old * size, 0, (*cap - old) * size);
+  return q;
+}
+
+int strata__agg_reserve(strata__agg *c, int n) {
+  strata_run_result *r = c->res;
+  size_t need = n > 0 ? (size_t)n : 0, N = (size_t)c->setup.passes, P = (size_t)c->setup.workers;
+  if (need > N) return strata_err_set(STRATA_EINVAL, "coordinator: pass %d of a run of %zu", n, N);
+  if (need <= c->cap_pass && need <= c->cap_worker && need <= c->cap_ctl && need <= c->cap_obj)
+    return 0;
+  size_t old = c->cap_pass;
+  void *q = grow_passes(r->per_pass, &c->cap_pass, need, N, sizeof *r->per_pass);
+  if (q) {
+    r->per_pass = q;
+    for (size_t i = old; i < c->cap_pass; i++) r->per_pass[i].drift = -1;
+    q = grow_passes(r->per_pass_worker, &c->cap_worker, need, N, P * sizeof *r->per_pass_worker);
+  }
+  if (q) {
+    r->per_pass_worker = q;
+    q = grow_passes(c->ctl, &c->cap_ctl, need, N, sizeof *c->ctl);
+  }
+  if (q) {
+    c->ctl = q;
+    q = grow_passes(c->obj_hist, &c->cap_obj, need, N, STRATA_MAX_OBJECTIVES * sizeof *c->obj_hist);
+  }
+  if (!q) {
+    /* What the history would take, so the message says why. */
+    double per = (double)sizeof *r->per_pass + (double)P * (double)sizeof *r->per_pass_worker +
+                 (double)sizeof *c->ctl + STRATA_MAX_OBJECTIVES * (double)sizeof *c->obj_hist;
+    return strata_err_set(STRATA_ENOMEM,
+                          "coordinator: out of memory for the metrics of pass %d (%.1f MB for "
+                          "the passes so far, %.0f bytes a pass)",
+                          n, per * (double)need / 1e6, per);
+  }
+  c->obj_hist = q;
+  return 0;
+}
+
 /* Folds one worker's report into the pass; logs the pass when complete. */
 int strata__agg_report(void *ud, const pass_report *rep) {
   strata__agg *c = ud;
@@ -159,6 +198,11 @@ int strata__agg_report(void *ud, const pass_report *rep) {
     return strata_err_set(STRATA_ECOMM, "coordinator: bad report (pass %d, worker %d)", rep->pass,
                           rep->worker);
   int pi = rep->pass;
+  /* Room for the pass and the verdict it leads to first: the pointers
+   * below stay good through decide(). */
+  int k_last = pi + c->lag < c->setup.passes ? pi + c->lag : c->setup.passes - 1;
+  int room = strata__agg_reserve(c, k_last + 1);
+  if (room) return room;
   strata_pass_stats *ps = &r->per_pass[pi];
   const strata_worker_stats *ws = &rep->stats;
   r->per_pass_worker[(size_t)pi * (size_t)P + (size_t)rep->worker] = *ws;
@@ -335,6 +379,8 @@ void strata__agg_snapshot(const strata__agg *c, int done, strata_run_result *out
 
 /* Fixes pass k's verdict and, with workers, sends it to each. */
 static int decide(strata__agg *c, int k) {
+  int rc = strata__agg_reserve(c, k + 1);
+  if (rc) return rc;
   pass_control *v = &c->ctl[k];
   memset(v, 0, sizeof *v);
   v->pass = k;
@@ -393,9 +439,11 @@ int strata__agg_finish(strata__agg *c) {
     return diverged(c);
   }
   /* A run stopped early (--tol, a round app's convergence) reports the
-   * passes it ran. */
+   * passes it ran; the result holds every one of them (all summed by now). */
   int n = c->run_passes < c->setup.passes ? c->run_passes : c->setup.passes;
   if (n < 1) n = 1;
+  int rc = strata__agg_reserve(c, n);
+  if (rc) return rc;
   c->res->passes = n;
   c->res->stop_reason = c->stop_reason ? c->stop_reason : "passes";
   finish_result(c);

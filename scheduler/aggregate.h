@@ -40,11 +40,13 @@ typedef struct strata__agg {
   int unscored;   /* one of them says the pass was not scored */
   pass_control *ctl; /* ctl[k] for every pass k decided so far (n_decided) */
   int n_decided;
+  /* Passes each per-pass array has room for (strata__agg_reserve). */
+  size_t cap_pass, cap_worker, cap_ctl, cap_obj;
   int run_passes;    /* the passes the workers run (all, or to the stop) */
   const char *stop_reason; /* why run_passes < passes (strata__agg_end); NULL: none */
   int diverged_pass; /* 1-based, 0 none */
   char diverged[256];
-  double *obj_hist;  /* passes * STRATA_MAX_OBJECTIVES, for pass_control */
+  double *obj_hist;  /* STRATA_MAX_OBJECTIVES per pass, for pass_control */
   /* The rise check of app->falling: the passes of obj_hist folded into it
    * (a resumed run folds the checkpoint's passes first), and per objective
    * its lowest value so far (rise_best_pass -1: none yet) and the passes
@@ -59,8 +61,18 @@ typedef struct strata__agg {
   double wall_before, cpu_before;
 } strata__agg;
 
-/* Allocates the result's per-pass arrays. */
+/* Sets up the result (its per-worker totals; the per-pass arrays start
+ * small and grow with the passes done). */
 int strata__agg_open(strata__agg *c);
+/* Room for passes [0, n) (n at most the run's passes) in the per-pass
+ * arrays: the result's per_pass and per_pass_worker, ctl and obj_hist,
+ * the new entries zeroed (per_pass drift -1). They grow geometrically, so
+ * rank 0's memory follows the passes done, not --passes. The arrays may
+ * move: a pointer into them is good until the next call that grows them
+ * (strata__agg_report makes room for its pass and the verdict that follows
+ * on entry). Returns 0, or STRATA_ENOMEM with a message naming the pass
+ * (the arrays as they were). */
+int strata__agg_reserve(strata__agg *c, int n);
 /* Training starts now (wall and CPU clocks of the result). */
 void strata__agg_start(strata__agg *c);
 /* The verdicts of the first L passes, which follow no summed pass (a

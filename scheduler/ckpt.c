@@ -442,6 +442,17 @@ static int coord_dest(rctx *c, const strata__ckpt_entry *e, void **buf) {
     return unexpected(c, e, "before the coordinator's state");
   c->coord_items |= 1 << e->id;
   uint64_t want = 0;
+  /* The per-pass arrays hold the passes done: room for the checkpoint's
+   * (each entry is read in before the next one asks for room). */
+  uint64_t room = n;
+  if (e->id == C_CONTROL && e->len % sizeof *agg->ctl == 0) {
+    room = e->len / sizeof *agg->ctl;
+    if (room > (uint64_t)c->ck->setup.passes) room = (uint64_t)c->ck->setup.passes;
+  }
+  if (e->id != C_STATE && e->id != C_WORKER_TOTAL) {
+    int rc = strata__agg_reserve(agg, (int)room);
+    if (rc) return rc;
+  }
   switch (e->id) {
     case C_STATE: want = sizeof c->cs; *buf = &c->cs; break;
     case C_PER_PASS: want = n * sizeof *r->per_pass; *buf = r->per_pass; break;

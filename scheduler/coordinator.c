@@ -29,6 +29,13 @@ typedef struct reqset {
   size_t cap;
 } reqset;
 
+/* A verdict on its way to the workers, sent from a copy of its own: the
+ * aggregator's array of verdicts moves as it grows with the passes. */
+typedef struct verdict_out {
+  pass_control msg;
+  strata_req rq[]; /* one send per worker */
+} verdict_out;
+
 typedef struct coord {
   const strata__run *run;
   const strata_app *app;
@@ -41,7 +48,9 @@ typedef struct coord {
   strata__agg agg;
   strata__ckpt_run ck;
   strata_transport *t;
-  reqset ctl_sends;
+  verdict_out **sent; /* verdicts whose sends may be outstanding */
+  int n_sent;
+  size_t cap_sent;
   reqset rx; /* receives outstanding: start messages, reports, export blocks */
   /* The failure protocol: which workers' TAG_FAIL is in, the first failure
    * reported, and the notices and verdicts of a call-off (2P). */
@@ -229,12 +238,36 @@ static void fail_run(coord *c, int rc) {
   if (!call_off(c, rc)) c->res->peers_blocked = 0;
 }
 
+/* Frees the verdicts whose every send has completed, so the coordinator
+ * keeps only those in flight (a few), not one per pass. */
+static int reap_verdicts(coord *c) {
+  int rc = 0, k = 0;
+  for (int i = 0; i < c->n_sent; i++) {
+    int all = 0;
+    if (!rc) rc = c->t->test_all(c->t->impl, c->sent[i]->rq, c->setup.workers, &all);
+    if (!rc && all)
+      strata_free(c->sent[i]);
+    else
+      c->sent[k++] = c->sent[i];
+  }
+  c->n_sent = k;
+  return rc;
+}
+
 /* Sends one verdict to every worker (ringing its doorbell, if it has one). */
 static int publish(void *ud, const pass_control *v) {
   coord *c = ud;
-  int rc = 0;
-  for (int w = 0; w < c->setup.workers && !rc; w++) {
-    rc = send_all(c->t, &c->ctl_sends, v, sizeof *v, w + 1, TAG_CONTROL);
+  int P = c->setup.workers;
+  int rc = reap_verdicts(c);
+  if (rc) return rc;
+  verdict_out **slots = strata_grow(c->sent, (size_t)c->n_sent + 1, &c->cap_sent, SIZE_MAX, sizeof *slots);
+  if (slots) c->sent = slots;
+  verdict_out *o = slots ? strata_calloc(1, sizeof *o + (size_t)P * sizeof *o->rq) : NULL;
+  if (!o) return strata_err_set(STRATA_ENOMEM, "coordinator: out of memory");
+  o->msg = *v;
+  c->sent[c->n_sent++] = o;
+  for (int w = 0; w < P && !rc; w++) {
+    rc = c->t->isend(c->t->impl, &o->msg, sizeof o->msg, w + 1, TAG_CONTROL, &o->rq[w]);
     strata__bell_ring(w + 1);
   }
   return rc;
@@ -596,6 +629,7 @@ static int run_coordinator(coord *c, strata_transport *t) {
   for (int pass = c->agg.start_pass; pass < c->agg.run_passes && !rc; pass++) {
     if (p->rounds_per_pass) {
       if ((rc = round_pass(c, &R, pass, &steps))) break;
+      if ((rc = strata__agg_reserve(&c->agg, pass + 1))) break;
       strata__rounds_pass_stats(&R, &c->res->per_pass[pass].rounds,
                                 &c->res->per_pass[pass].round_latency_s);
       if (R.converged) strata__agg_end(&c->agg, pass, "tolerance");
@@ -607,7 +641,7 @@ static int run_coordinator(coord *c, strata_transport *t) {
     for (int w = 0; w < P && !rc; w++) rc = strata__agg_report(&c->agg, &reps[w]);
   }
   /* Every verdict has been taken: a worker takes each before its pass. */
-  if (!rc) rc = wait_all(c, c->ctl_sends.r, c->ctl_sends.n);
+  for (int i = 0; i < c->n_sent && !rc; i++) rc = wait_all(c, c->sent[i]->rq, P);
   if (rc) goto done;
   /* A stopped run (it diverged) exports nothing; its workers end alike. */
   int verdict = strata__agg_finish(&c->agg);
@@ -670,7 +704,11 @@ int strata__coordinator_run(const strata__run *run, strata_transport *t, strata_
   strata_schedule_close(&c.sched);
   strata__agg_close(&c.agg);
   strata__ckpt_close(&c.ck);
-  strata_free(c.ctl_sends.r);
+  /* MPI may still read a verdict when the job could not be ended cleanly
+   * (the caller ends it at once). */
+  if (!(rc && result->peers_blocked))
+    for (int i = 0; i < c.n_sent; i++) strata_free(c.sent[i]);
+  strata_free(c.sent);
   strata_free(c.rx.r);
   strata_free(c.heard);
   strata_free(c.off);

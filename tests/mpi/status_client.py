@@ -10,6 +10,23 @@ Usage:
                                             (or the server is gone); OUT gets
                                             the scrape count, the phases seen and
                                             the last /metrics and /status.json
+  status_client.py hostile URL PID NEVER HALF OUT.json
+                                            NEVER clients that ask for /status.json
+                                            and never read, and HALF that send part
+                                            of a request line and hang, held while
+                                            normal scrapes of /status.json are timed;
+                                            OUT gets process PID's VmRSS before and
+                                            while they are held, the scrape times
+                                            and how many of each were still open.
+                                            With a server on 127.0.0.1 they come
+                                            from 127.0.0.2 and 127.0.0.3 (other
+                                            hosts, as the per-address limit sees
+                                            them), the scrapes from 127.0.0.1
+  status_client.py burst URL N SECONDS OUT.json
+                                            once a second for SECONDS seconds, N
+                                            scrapes of /metrics at once; OUT gets
+                                            the scrapes answered and those that
+                                            failed (not within their second)
   status_client.py selftest                 the checks against broken texts
 Exit status 1 on the first malformed scrape or decreasing counter.
 """
@@ -163,6 +180,121 @@ def cmd_scrape(url, rate, out):
     print(f"{n} scrapes, every one well-formed, no counter fell; phases seen: {' '.join(phases)}")
 
 
+def vm_rss_kb(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    fail(f"no VmRSS for process {pid}")
+
+
+def timed_get(url, timeout=30):
+    t = time.time()
+    code, _, text = get(url, timeout)
+    if code != 200:
+        fail(f"{url} answered {code}")
+    return time.time() - t, text
+
+
+def still_open(sock):
+    """Whether the server has not closed sock (nothing to read, no EOF)."""
+    import socket
+    try:
+        return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b""
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+
+
+def cmd_hostile(url, pid, never, half, out):
+    import socket
+    import urllib.parse
+    u = urllib.parse.urlparse(url)
+    doc_t, doc = timed_get(url + "status.json")
+    rss0 = vm_rss_kb(pid)
+    socks = {"never": [], "half": []}
+    try:
+        for i in range(never + half):
+            kind = "never" if i < never else "half"
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            if u.hostname == "127.0.0.1":
+                s.bind(("127.0.0.2" if kind == "never" else "127.0.0.3", 0))
+            if kind == "never":
+                # A small window: the server cannot hand the whole document to
+                # the kernel, so each of these connections keeps its response.
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.settimeout(5)
+            try:
+                s.connect((u.hostname, u.port))
+            except OSError:
+                s.close()
+                continue
+            s.settimeout(None)
+            s.sendall(b"GET /status.json HTTP/1.1\r\nHost: x\r\n\r\n" if kind == "never"
+                      else b"GET /status.json HT")
+            socks[kind].append(s)
+        time.sleep(1.5)  # the server has read every request and sent what fits
+        times = []
+        for _ in range(5):
+            t, text = timed_get(url + "status.json")
+            json.loads(text)
+            times.append(t)
+            time.sleep(0.2)
+        rss1 = vm_rss_kb(pid)
+        held = {k: sum(still_open(s) for s in v) for k, v in socks.items()}
+    finally:
+        for v in socks.values():
+            for s in v:
+                s.close()
+    r = {"rss0_kb": rss0, "rss1_kb": rss1, "growth_mb": (rss1 - rss0) / 1024.0,
+         "scrape_s": times, "doc_bytes": len(doc), "held": held}
+    json.dump(r, open(out, "w"))
+    print(f"{never} clients that never read, {half} half-open (still open: {held['never']}, "
+          f"{held['half']}); /status.json of {len(doc)} bytes; rank 0 VmRSS {rss0} kB before, "
+          f"{rss1} kB while held (+{r['growth_mb']:.1f} MB); scrapes meanwhile took "
+          + " ".join(f"{t:.3f}" for t in times) + " s")
+
+
+def cmd_burst(url, n, seconds, out):
+    """Once a second for `seconds` seconds, n scrapes of /metrics at once."""
+    import asyncio
+    import urllib.parse
+    u = urllib.parse.urlparse(url)
+    req = f"GET /metrics HTTP/1.1\r\nHost: {u.hostname}\r\nConnection: close\r\n\r\n".encode()
+    done = {"ok": 0, "failed": 0}
+
+    async def scrape():
+        r, w = await asyncio.open_connection(u.hostname, u.port)
+        try:
+            w.write(req)
+            return await r.read()
+        finally:
+            w.close()
+
+    async def one(until):
+        try:
+            # Not answered within its second: failed.
+            data = await asyncio.wait_for(scrape(), max(0.01, until - time.time()))
+            done["ok" if data.startswith(b"HTTP/1.1 200") else "failed"] += 1
+        except (OSError, asyncio.TimeoutError):
+            done["failed"] += 1
+
+    async def main():
+        t0 = time.time()
+        for k in range(int(seconds)):
+            start = t0 + k
+            await asyncio.sleep(max(0.0, start - time.time()))
+            await asyncio.gather(*(one(start + 1.0) for _ in range(n)))
+
+    t0 = time.time()
+    asyncio.run(main())
+    t1 = time.time()
+    r = {"seconds": t1 - t0, "scrapes": done["ok"], "failed": done["failed"]}
+    json.dump(r, open(out, "w"))
+    print(f"{int(seconds)} rounds of {n} scrapes of /metrics at once: {done['ok']} answered, "
+          f"{done['failed']} refused, reset or not answered within the round's second")
+
+
 def cmd_selftest():
     """Every check must catch its own fault (run in a child: fail() exits)."""
     import subprocess
@@ -201,5 +333,9 @@ if __name__ == "__main__":
         cmd_url(sys.argv[2], float(sys.argv[3]) if len(sys.argv) > 3 else 60.0)
     elif len(sys.argv) == 5 and sys.argv[1] == "scrape":
         cmd_scrape(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif len(sys.argv) == 7 and sys.argv[1] == "hostile":
+        cmd_hostile(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6])
+    elif len(sys.argv) == 6 and sys.argv[1] == "burst":
+        cmd_burst(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5])
     else:
         sys.exit(__doc__)

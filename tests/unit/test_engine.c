@@ -958,7 +958,9 @@ static int feed_rise(const strata_app *app, const double *loss, int n, int first
                      .prob = &prob, .res = &r, .lag = 2};
   assert_int_equal(strata__agg_open(&agg), 0);
   /* What a resume restores: the objectives of the checkpoint's passes
-   * and the verdicts decided then (scheduler/ckpt.c). */
+   * and the verdicts decided then (scheduler/ckpt.c, which makes room for
+   * them first). */
+  assert_int_equal(strata__agg_reserve(&agg, first + 2 < n ? first + 2 : n), 0);
   for (int k = 0; k < first; k++) {
     agg.obj_hist[(size_t)k * STRATA_MAX_OBJECTIVES] = loss[k];
     agg.obj_hist[(size_t)k * STRATA_MAX_OBJECTIVES + 1] = 1000.0 * k;
@@ -1035,6 +1037,84 @@ static void test_aggregate_rise_check(void **state) {
   assert_int_equal(feed_rise(&g_app, res, 8, 0, msg, sizeof msg), 7);
 }
 
+/* The per-pass arrays follow the passes summed, not --passes: a run of a
+ * million passes holds a few kilobytes before its first pass, and after
+ * 1000 at most twice what 1000 passes take. Every pass stays as summed
+ * while they grow; a growth that finds no memory fails the report with a
+ * message naming the pass, the passes before intact. */
+static void test_aggregate_grows_with_passes(void **state) {
+  (void)state;
+  enum { N = 1000000, P = 2, DONE = 1000 };
+  strata_engine_opts o = {.mode = STRATA_MODE_SCHEDULED, .passes = N};
+  strata_problem prob = {.n_examples = 1};
+  strata_run_result r;
+  memset(&r, 0, sizeof r);
+  strata__agg agg = {.app = &r_app, .cfg = NULL, .opts = &o,
+                     .setup = {.workers = P, .strata = P, .depth = 1, .passes = N, .worker = -1},
+                     .prob = &prob, .res = &r, .lag = 1};
+  size_t per = sizeof(strata_pass_stats) + P * sizeof(strata_worker_stats) + sizeof(pass_control) +
+               STRATA_MAX_OBJECTIVES * sizeof(double);
+  size_t before = strata_alloc_live();
+  assert_int_equal(strata__agg_open(&agg), 0);
+  size_t opened = strata_alloc_live() - before;
+  print_message("a run of %d passes: %zu bytes after open (%zu a pass)\n", N, opened, per);
+  assert_true(opened < 64 * per);
+  strata__agg_start(&agg);
+  assert_int_equal(strata__agg_decide_first(&agg), 0);
+  for (int pass = 0; pass < DONE; pass++) {
+    for (int w = 0; w < P; w++) {
+      pass_report rep;
+      strata__report_begin(&rep, pass, w);
+      strata_partials_init(&r_app, rep.partials);
+      rep.partials[R_CALLS] = pass;
+      rep.stats.time_s = pass + w;
+      assert_int_equal(strata__agg_report(&agg, &rep), 0);
+    }
+  }
+  size_t held = strata_alloc_live() - before;
+  print_message("after %d passes: %zu bytes (%zu for exactly %d)\n", DONE, held, DONE * per, DONE);
+  assert_true(held <= 2 * DONE * per + opened);
+  for (int pass = 0; pass < DONE; pass++) {
+    assert_int_equal(r.per_pass[pass].pass, pass);
+    assert_true(r.per_pass[pass].objectives[R_CALLS] == 2 * pass);
+    assert_true(r.per_pass[pass].time_s == pass + 1);
+    assert_true(r.per_pass_worker[(size_t)pass * P + 1].time_s == pass + 1);
+    assert_true(agg.obj_hist[(size_t)pass * STRATA_MAX_OBJECTIVES + R_CALLS] == 2 * pass);
+    assert_int_equal(agg.ctl[pass].pass, pass);
+  }
+  assert_int_equal(agg.n_decided, DONE + 1);
+  assert_true(agg.cap_pass > DONE && r.per_pass[DONE].drift == -1); /* not summed yet */
+  strata_run_result snap;
+  strata__agg_snapshot(&agg, DONE, &snap);
+  assert_true(snap.time_per_pass_s == 501); /* passes 2..1000 took 2..1000 s */
+
+  /* The next growth finds no memory: the report fails, naming the pass. */
+  while (agg.cap_pass > (size_t)agg.n_decided) {
+    for (int w = 0; w < P; w++) {
+      pass_report rep;
+      strata__report_begin(&rep, agg.n_decided - 1, w);
+      strata_partials_init(&r_app, rep.partials);
+      assert_int_equal(strata__agg_report(&agg, &rep), 0);
+    }
+  }
+  /* The next pass to sum; the verdict it leads to needs room, made as its
+   * first report comes in. */
+  int next = agg.n_decided - 1;
+  pass_report rep;
+  strata__report_begin(&rep, next, 0);
+  strata_partials_init(&r_app, rep.partials);
+  strata_alloc_fail_after(1);
+  assert_int_equal(strata__agg_report(&agg, &rep), STRATA_ENOMEM);
+  strata_alloc_fail_after(0);
+  char want[64];
+  snprintf(want, sizeof want, "out of memory for the metrics of pass %d ", next + 2);
+  if (!strstr(strata_err_msg(), want)) fail_msg("'%s' lacks '%s'", strata_err_msg(), want);
+  assert_true(r.per_pass[DONE - 1].objectives[R_CALLS] == 2 * (DONE - 1));
+  strata_err_clear();
+  strata__agg_close(&agg);
+  strata_run_result_close(&r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_metrics_keys, setup, teardown),
@@ -1059,6 +1139,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_serial_max_min_partials, setup, teardown),
       cmocka_unit_test_setup_teardown(test_aggregate_reduces_workers, setup, teardown),
       cmocka_unit_test_setup_teardown(test_aggregate_rise_check, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_aggregate_grows_with_passes, setup, teardown),
   };
   return cmocka_run_group_tests_name("engine", tests, NULL, NULL);
 }
