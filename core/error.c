@@ -2,6 +2,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 static _Thread_local char err_msg[1024];
 
@@ -26,10 +27,14 @@ const char *strata_err_name(int err) {
 }
 
 int strata_err_set(int err, const char *fmt, ...) {
+  /* A caller may wrap the message already set ("%s: %s", ..., strata_err_msg()):
+   * format apart, then copy, so the message never reads what it overwrites. */
+  char msg[sizeof err_msg];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(err_msg, sizeof err_msg, fmt, ap);
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  memcpy(err_msg, msg, sizeof msg);
   return err;
 }
 

@@ -52,7 +52,8 @@ STRATA_EXPORT const char *strata_err_name(int err);
 /*
  * Records a formatted message for the calling thread and returns err, so a
  * failing path reads `return strata_err_set(STRATA_EPARSE, "%s:%zu: ...", ...)`.
- * The message replaces any earlier one.
+ * The message replaces any earlier one, which its arguments may quote
+ * (strata_err_set(rc, "%s: %s", where, strata_err_msg()) wraps it).
  */
 STRATA_EXPORT int strata_err_set(int err, const char *fmt, ...) STRATA_PRINTF(2, 3);
 

@@ -95,6 +95,9 @@ static void test_err_set_replaces_earlier_message(void **state) {
   assert_string_equal(strata_err_msg(), "first 1");
   strata_err_set(STRATA_EPARSE, "second");
   assert_string_equal(strata_err_msg(), "second");
+  /* Wrapping the message already set: the arguments may quote it. */
+  strata_err_set(STRATA_EUSAGE, "%s: %s", "--graph synth:x=1", strata_err_msg());
+  assert_string_equal(strata_err_msg(), "--graph synth:x=1: second");
 }
 
 static void test_err_set_long_message_is_truncated(void **state) {
