@@ -203,9 +203,16 @@ static int store_spec(void *base, const strata_option *o, const char *text) {
     if (!bare) {
       size_t kl = (size_t)(eq - p);
       while (k->name && !(strlen(k->name) == kl && strncmp(k->name, p, kl) == 0)) k++;
-      if (!k->name)
+      if (!k->name) {
+        /* The keys it takes, by name. */
+        char keys[256] = "";
+        size_t used = 0;
+        for (const strata_option *x = o->keys; x->name && used < sizeof keys; x++)
+          used += (size_t)snprintf(keys + used, sizeof keys - used, "%s%s",
+                                   x == o->keys ? "" : x[1].name ? ", " : " or ", x->name);
         return strata_err_set(STRATA_EUSAGE, "%s: unknown key '%s' (expected %s)", who,
-                              strata_quote(q, sizeof q, p, kl), o->metavar ? o->metavar : "");
+                              strata_quote(q, sizeof q, p, kl), keys);
+      }
       eq++;
     }
     size_t vl = n - (size_t)(eq - p);
