@@ -530,13 +530,10 @@ static void test_metrics_out_in_missing_dir(void **state) {
   o.passes = 200; /* would take a while if it trained */
   strata_run_result r;
   memset(&r, 0, sizeof r);
-  double t0 = strata_now();
   int rc = strata_engine_run(&strata_app_mf, &cfg, &o, NULL, &r);
-  double dt = strata_now() - t0;
   assert_int_equal(rc, STRATA_EIO);
   assert_non_null(strstr(strata_err_msg(), path));
-  /* failed before loading or training */
-  assert_true(dt < 0.5);
+  /* failed before loading or training (no pass took time, nothing was loaded) */
   if (r.per_pass) assert_true(r.per_pass[0].time_s == 0);
   assert_true(r.load_s == 0);
   assert_int_equal(count_entries(tmpdir), 0);
