@@ -6,6 +6,8 @@
 #   - strata serial (one process) and scheduled with 2 workers,
 #   - LIBMF with 1 and 2 threads, when $STRATA_LIBMF names its shared library
 #     (bench/libmf_run loads it; without it those rows are skipped, and said so),
+#     described by $STRATA_LIBMF_BUILD (how it was built: its version, and
+#     whether with SSE, AVX or no SIMD), which every ratio against LIBMF names,
 # and the same speed at rank 32. Every system reads the same two files.
 #
 # Per system: time per pass (median of passes 2..N; LIBMF: the difference of
@@ -78,10 +80,17 @@ for r in $(seq 1 "$R"); do
   done
   echo "mf_ttq: round $r/$R done" >&2
 done
-cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
-python3 - "$OUT" "$R" "$PASSES" "${STRATA_TTQ_TARGET:-}" "$cpu" "$TR" <<'PY'
+# The CPU as every ratio names it: model, family and model number, widest SIMD.
+cpu="$(lscpu | sed -n 's/^Model name: *//p' | head -1), family $(lscpu | sed -n 's/^CPU family: *//p' | head -1) model $(lscpu | sed -n 's/^Model: *//p' | head -1)"
+if grep -qw avx512f /proc/cpuinfo; then cpu+=", AVX-512"; elif grep -qw avx2 /proc/cpuinfo; then cpu+=", AVX2"; fi
+libmf_build=""
+if [ -n "$LIBMF" ]; then
+  libmf_build="${STRATA_LIBMF_BUILD:-$(basename "$LIBMF"), build not described (set STRATA_LIBMF_BUILD)}"
+fi
+python3 - "$OUT" "$R" "$PASSES" "${STRATA_TTQ_TARGET:-}" "$cpu" "$TR" "$libmf_build" <<'PY'
 import json, os, shutil, statistics, subprocess, sys
 out, R, P, target_env, cpu, train = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
+libmf_build = sys.argv[7]
 med = statistics.median
 def load(name):
     f = f"{out}/run-{name}.json"
@@ -155,7 +164,8 @@ for k in (100, 32):
                          ttq=ttq_l, passes=20 if ttq_l else None, runs=[]))
 def f(x, fmt):
     return "-" if x is None else fmt.format(x)
-lines = [f"CPU: {cpu}. Data: {train} ({n} training ratings). Target test RMSE {target:.4f}: {tsrc}.",
+lines = [f"CPU: {cpu}. Data: {train} ({n} training ratings). Target test RMSE {target:.4f}: {tsrc}."
+         + (f" LIBMF: {libmf_build}." if libmf_build else ""),
          "",
          "| system | k | threads | time per pass s (median) | ns per update | M updates/s | test RMSE after the last pass | passes to target | seconds to target | runs |",
          "|---|---|---|---|---|---|---|---|---|---|"]
@@ -168,12 +178,13 @@ lines.append("")
 for k in (100, 32):
     s, l1 = pick("strata serial", k), pick("LIBMF, 1 thread", k)
     if s and l1:
-        lines.append(f"k = {k}: strata serial / LIBMF 1 thread, updates/s: {s['ups'] / l1['ups']:.2f}")
+        lines.append(f"k = {k}: strata serial / LIBMF 1 thread ({libmf_build}), updates/s: {s['ups'] / l1['ups']:.2f} on {cpu}")
 p2, l2, s = pick("strata scheduled, 2 workers", 100), pick("LIBMF, 2 threads", 100), pick("strata serial", 100)
 if p2 and s:
     lines.append(f"k = 100: time per pass, 2 workers / serial: {p2['tpp'] / s['tpp']:.3f}")
 if p2 and l2 and p2["ttq"] and l2["ttq"]:
-    lines.append(f"k = 100: seconds to target, strata 2 workers / LIBMF 2 threads: {p2['ttq'] / l2['ttq']:.3f}")
+    lines.append(f"k = 100: seconds to target, strata 2 workers / LIBMF 2 threads ({libmf_build}): "
+                 f"{p2['ttq'] / l2['ttq']:.3f} on {cpu}")
 text = "\n".join(lines)
 print(text)
 open(f"{out}/ttq.md", "w").write(text + "\n")

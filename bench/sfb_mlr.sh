@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sufficient factor broadcasting against full-matrix synchronisation and
 # serial, with `strata mlr`: the measurements of issue 13, as tables.
-# Usage: bench/sfb_mlr.sh real|large|qsweep [OUTDIR=out/bench/sfb]
+# Usage: bench/sfb_mlr.sh real|large|qsweep|exact [OUTDIR=out/bench/sfb]
 #   real    dna and satimage (../shared/data): test accuracy of serial
 #           (minibatch 200: the 2-worker partition; and 100) against sfb with
 #           2 workers, staleness 0, minibatch 100; 20 passes.
@@ -14,6 +14,14 @@
 #   qsweep  sfb with P = 4 and P = 6 workers (oversubscribed on a machine
 #           with fewer cores), Q = 1..P-1, staleness 0, a fixed number of
 #           passes: objective, drift, tau, bytes per clock against the model.
+#   exact   the quick profile's sets (synth:classes=J,features=D,nnz=30,
+#           samples=2400,test=600,seed=1; J x D = 50 x 2000, 100 x 5000,
+#           200 x 10000), lr 50, 5 passes: serial (K = 200), sfb (s = 0) and bsp
+#           with 2 workers (K = 100), each model exported: how far sfb's and
+#           bsp's W.f32 and train_loss are from serial's; then bsp on 100 x 5000
+#           $STRATA_SFB_REPEATS times (default 10) with the default prefetcher
+#           and as often with --prefetch none: each run's train_loss against
+#           serial's.
 # STRATA_BIN picks the binary (default build/strata). Each run's metrics
 # JSON stays in OUTDIR.
 set -euo pipefail
@@ -66,7 +74,21 @@ case $WHAT in
       done
     done
     ;;
-  *) echo "usage: bench/sfb_mlr.sh real|large|qsweep [OUTDIR]" >&2; exit 2 ;;
+  exact)
+    for jd in 50x2000 100x5000 200x10000; do
+      S="synth:classes=${jd%x*},features=${jd#*x},nnz=30,samples=2400,test=600,seed=1"
+      common=(--data "$S" --lr 50 --passes 5)
+      run 0 "x-$jd-serial.json" --mode serial --minibatch 200 "${common[@]}" --model-out "$OUT/x-$jd-serial"
+      run 3 "x-$jd-sfb.json" --mode sfb --minibatch 100 "${common[@]}" --model-out "$OUT/x-$jd-sfb"
+      run 3 "x-$jd-bsp.json" --mode bsp --minibatch 100 "${common[@]}" --model-out "$OUT/x-$jd-bsp"
+    done
+    S="synth:classes=100,features=5000,nnz=30,samples=2400,test=600,seed=1"
+    for ((r = 1; r <= ${STRATA_SFB_REPEATS:-10}; r++)); do
+      run 3 "x-rep-default-$r.json" --mode bsp --minibatch 100 --data "$S" --lr 50 --passes 5
+      run 3 "x-rep-none-$r.json" --mode bsp --prefetch none --minibatch 100 --data "$S" --lr 50 --passes 5
+    done
+    ;;
+  *) echo "usage: bench/sfb_mlr.sh real|large|qsweep|exact [OUTDIR]" >&2; exit 2 ;;
 esac
 
 python3 - "$WHAT" "$OUT" "$here" <<'PY'
@@ -120,6 +142,33 @@ elif what == "large":
         f = base[n]
         print(f"sfb / {n}: bytes per clock {s[0] / f[0]:.5f}, time per pass {s[1] / f[1]:.4f}, "
               f"train_loss relative difference {abs(s[2] / f[2] - 1):.2e}")
+elif what == "exact":
+    import array
+    def W(name):
+        a = array.array("f")
+        with open(os.path.join(out, name, "W.f32"), "rb") as f:
+            a.frombytes(f.read())
+        return a
+    print("| J x D | mode | W.f32 equal to serial's | max abs difference | entries differing | train_loss | relative to serial |")
+    print("|---|---|---|---|---|---|---|")
+    for jd in ("50x2000", "100x5000", "200x10000"):
+        ws, ls = W(f"x-{jd}-serial"), load(f"x-{jd}-serial.json")["train_loss"]
+        for mode in ("sfb", "bsp"):
+            w, l = W(f"x-{jd}-{mode}"), load(f"x-{jd}-{mode}.json")["train_loss"]
+            d = [abs(a - b) for a, b in zip(ws, w)]
+            print(f"| {jd} | {mode} | {'yes' if ws == w else 'no'} | {max(d):.3g} | "
+                  f"{sum(1 for x in d if x)} of {len(d)} | {l!r} | {l / ls - 1:+.2e} |")
+    ls = load("x-100x5000-serial.json")["train_loss"]
+    for pf in ("default", "none"):
+        rel = []
+        for r in range(1, 1000):
+            m = load(f"x-rep-{pf}-{r}.json")
+            if not m:
+                break
+            rel.append(m["train_loss"] / ls - 1)
+        far = [x for x in rel if abs(x) > 1e-7]
+        print(f"bsp on 100x5000, prefetch {pf}: {len(far)} of {len(rel)} runs further than 1e-7 "
+              f"(relative) from serial's train_loss; the runs: " + " ".join(f"{x:+.1e}" for x in rel))
 else:
     print("| P | Q | tau (lower bound) | train_loss | test_acc | drift after last pass | bytes/clock measured | predicted P (P - 1) (24 + K (12 + 4J + 8 nnz)) | ratio | time per pass (s) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
