@@ -58,18 +58,6 @@
 #include "strata/core.h"
 #include "strata/main.h"
 
-enum { SCHED_STATIC, SCHED_DYNAMIC };
-
-typedef struct lasso_config {
-  const char *data;
-  int standardize;
-  strata_opt_double lambda, lambda_ratio;
-  int path, path_passes;
-  int schedule;
-  int set_size, rounds, sweeps;
-  double eta, corr_threshold, damping;
-} lasso_config;
-
 #define OPT(f) offsetof(lasso_config, f)
 static const strata_option lasso_options[] = {
     {"data", 'd', STRATA_OPT_STRING | STRATA_OPT_RESUMABLE, OPT(data),
@@ -101,9 +89,8 @@ static const strata_option lasso_options[] = {
      "end",
      NULL},
     {"schedule", 0, STRATA_OPT_ENUM, OPT(schedule), "static", NULL, 0, 0, "static|dynamic",
-     "static: cyclic sweeps of each worker's features; dynamic: sampled sets "
-     "by priority, "
-     "updated in parallel",
+     "static: cyclic sweeps of each worker's features (logistic: sets in turn, on rounds); "
+     "dynamic: the coordinator draws every round's set by priority, on rounds",
      NULL},
     {"sweeps", 0, STRATA_OPT_INT, OPT(sweeps), "1", "S", 1, 1000, NULL,
      "static: sweeps over a chunk's own features per visit (more makes the "
@@ -117,44 +104,42 @@ static const strata_option lasso_options[] = {
      "residual, and undamped they overshoot when features outnumber examples",
      NULL},
     {"set-size", 'U', STRATA_OPT_INT, OPT(set_size), "16", "U", 1, 1 << 20, NULL,
-     "dynamic: features sampled per round (before the correlation filter)", NULL},
-    {"rounds", 0, STRATA_OPT_INT, OPT(rounds), "0", "R", 0, 1 << 30, NULL,
-     "dynamic: rounds per pass per row block, spread over its chunks by their "
-     "features "
-     "(0: features / (100 U), a hundredth of a sweep)",
+     "rounds: coefficients drawn (or taken in turn) per round, before the correlation filter",
      NULL},
-    {"eta", 0, STRATA_OPT_DOUBLE, OPT(eta), "0.1", "E", 0, 1, NULL,
-     "dynamic: each pass also sweeps a window of this share of the features, "
-     "the next one "
-     "each pass, so that zero coefficients are still checked (0: never)",
+    {"rounds", 0, STRATA_OPT_INT, OPT(rounds), "0", "R", 0, 1 << 30, NULL,
+     "rounds: sampled steps a pass, after its full round (0: features / U, at most 100)", NULL},
+    {"eta", 0, STRATA_OPT_DOUBLE, OPT(eta), "0.1", "E", 0, 1e6, NULL,
+     "rounds: every coefficient's priority floor, E times the mean priority of the last full "
+     "round, so that zero ones are still drawn (0: none)",
      NULL},
     {"corr-threshold", 0, STRATA_OPT_DOUBLE, OPT(corr_threshold), "0.1", "C", 0, 1, NULL,
-     "dynamic: drop a sampled feature whose |correlation| with one kept "
-     "exceeds C (1: no filter)",
+     "rounds: drop a drawn coefficient whose column's |correlation| with one kept exceeds C (1: "
+     "no filter)",
+     NULL},
+    {"set-sweeps", 0, STRATA_OPT_INT, OPT(set_sweeps), "0", "K", 0, 1000, NULL,
+     "rounds, squared loss: 0: every kept coefficient steps from the round's gradient at once "
+     "(Jacobi, STRADS); K: up to K Gauss-Seidel sweeps over the kept set with its Gram matrix "
+     "(exact coordinate descent on the set)",
+     NULL},
+    {"loss", 0, STRATA_OPT_ENUM, OPT(loss), "squared", NULL, 0, 0, "squared|logistic",
+     "squared: the Lasso; logistic: L1-regularised logistic regression, labels 1 and -1 (on "
+     "rounds)",
+     NULL},
+    {"bias", 0, STRATA_OPT_DOUBLE, OPT(bias), "0", "B", -1e300, 1e300, NULL,
+     "logistic: a last feature of value B in every example, its weight regularised like the "
+     "others (LIBLINEAR's -B; 0: none)",
+     NULL},
+    {"line-search", 0, STRATA_OPT_INT, OPT(line_search), "0", "K", 0, 8, NULL,
+     "logistic: each Newton step's round is followed by one that tries the step sizes 1, 1/2, "
+     "... 2^(1-K) and takes the largest that decreases F enough (0: the bounded Newton step)",
      NULL},
     {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
 
-/* What every worker needs from the data. */
-typedef struct lasso_meta {
-  uint32_t n, p;
-  double lambda, lambda_max, yy; /* yy = |y|^2 */
-} lasso_meta;
-
-/* Coordinator-only: X and y for the exact final objective, and the export. */
-typedef struct lasso_priv {
-  lasso_data d;
-  lasso_meta m;
-  int workers;
-  double final_objective; /* NaN until export_model computed it */
-  uint64_t final_nonzeros;
-} lasso_priv;
-
-enum { P_LS, P_L1, P_NZ, P_MAXD, P_UPDATES, P_TOUCHED, N_PARTIALS };
-static const strata_reduce lasso_reduce[N_PARTIALS] = {STRATA_REDUCE_SUM, STRATA_REDUCE_SUM,
-                                                       STRATA_REDUCE_SUM, STRATA_REDUCE_MAX,
-                                                       STRATA_REDUCE_SUM, STRATA_REDUCE_SUM};
-static const char *const lasso_objective_names[] = {"objective", "nonzeros", "max_delta", "updates",
-                                                    "touched"};
+static const strata_reduce lasso_reduce[N_PARTIALS] = {
+    STRATA_REDUCE_SUM, STRATA_REDUCE_SUM, STRATA_REDUCE_SUM, STRATA_REDUCE_MAX,
+    STRATA_REDUCE_SUM, STRATA_REDUCE_SUM, STRATA_REDUCE_MAX};
+static const char *const lasso_objective_names[N_OBJECTIVES] = {
+    "objective", "nonzeros", "max_delta", "updates", "touched", "rel_gap"};
 enum { C_LAMBDA, C_DAMPING, C_DAMPING_SINCE, N_CONTROLS };
 static const char *const lasso_control_names[N_CONTROLS] = {"lambda", "damping", "damping_since"};
 
@@ -288,6 +273,10 @@ typedef struct lasso_worker {
   uint32_t stamp_now;
   double *tree, *dense; /* tree: 2 T sums over a chunk's slice (T = pow2 >= cap) */
   float *newb;
+  /* --tol: row block 0's data blocks (0, j), seen in compute, for the
+   * duality gap at the pass's end (NULL without --tol) */
+  const strata_block **gap_cols;
+  struct lasso_rworker *rw; /* a round run's worker (rounds.c); NULL on the ring */
 } lasso_worker;
 
 static void lasso_worker_free(void *state) {
@@ -303,6 +292,8 @@ static void lasso_worker_free(void *state) {
   strata_free(w->leaf);
   strata_free(w->dense);
   strata_free(w->newb);
+  strata_free(w->gap_cols);
+  lasso_rounds_worker_free(w->rw);
   strata_free(w);
 }
 
@@ -319,7 +310,16 @@ static int lasso_worker_init(const void *vcfg, const strata_setup *setup, const 
   w->B = setup->strata;
   w->seed = setup->seed;
   w->cap = w->m.p / (uint32_t)w->B + 1;
-  if (cfg->schedule == SCHED_DYNAMIC) {
+  if (lasso_rounds_wanted(cfg)) {
+    int rc = lasso_rounds_worker_init(cfg, setup, &w->m, &w->rw);
+    if (rc) {
+      lasso_worker_free(w);
+      return rc;
+    }
+  } else if (setup->tol > 0 && !(w->gap_cols = strata_calloc((size_t)w->B, sizeof *w->gap_cols))) {
+    lasso_worker_free(w);
+    return strata_err_set(STRATA_ENOMEM, "lasso: out of memory");
+  } else if (cfg->schedule == SCHED_DYNAMIC) {
     size_t c = w->cap, u = (size_t)cfg->set_size;
     w->slice = strata_malloc(c * 4);
     w->stamp = strata_calloc(c, 4);
@@ -346,7 +346,7 @@ static int lasso_worker_init(const void *vcfg, const strata_setup *setup, const 
 /* lambda of pass `pass`: the path's stage (a fixed --path-passes each), or
  * the target. The same on the coordinator (pass_control) and the workers
  * (block_objective, which is not handed the pass's controls). */
-static double lambda_at(const lasso_config *cfg, const lasso_meta *m, int pass) {
+double lasso_lambda_at(const lasso_config *cfg, const lasso_meta *m, int pass) {
   if (cfg->path < 2 || m->lambda >= m->lambda_max || m->lambda <= 0)
     return m->lambda;
   int s = pass / cfg->path_passes;
@@ -371,6 +371,8 @@ static int lasso_compute(void *state, const strata_task_view *tv, double *partia
   if (hi > X.nf)
     hi = X.nf;
   partials[P_MAXD] = fmax(partials[P_MAXD], 0);
+  if (w->gap_cols && tv->ids.resident == 0)
+    w->gap_cols[tv->ids.rotating] = tv->data;
   if (lo >= hi)
     return 0;
   size_t roff[2];
@@ -556,9 +558,32 @@ done:
   return 0;
 }
 
+/* --tol: the duality gap of seen_0 relative to F, from g = X^T r_0 over
+ * the data blocks (0, j) compute saw (y . r = r . r + seen . g); NaN
+ * until it has seen them all. */
+static double ring_rel_gap(const lasso_worker *w, const double *r, const float *seen, double rr,
+                           double l1) {
+  double gmax = 0, sg = 0, primal;
+  for (int j = 0; j < w->B; j++) {
+    if (!w->gap_cols[j])
+      return NAN;
+    colview X;
+    colview_of(w->gap_cols[j], &X);
+    for (uint32_t k = 0; k < X.nf; k++) {
+      double g = col_dot(&X, k, r);
+      gmax = fmax(gmax, fabs(g));
+      sg += (double)seen[X.f0 + k] * g;
+    }
+  }
+  double gap = lasso_gap_squared(rr, rr + sg, l1, gmax, w->m.n * w->m.lambda, &primal);
+  return primal > 0 ? gap / primal : 0;
+}
+
 static int lasso_block_objective(void *state, int pass, strata_block_kind kind, int id,
                                  const strata_block *b, double *partials) {
   lasso_worker *w = state;
+  if (w->rw)
+    return lasso_rounds_block_objective(w->rw, pass, kind, id, b, partials);
   if (kind == STRATA_BLOCK_ROTATING) {
     const float *beta = b->buf;
     double nz = 0;
@@ -585,17 +610,26 @@ static int lasso_block_objective(void *state, int pass, strata_block_kind kind, 
     return 0;
   }
   partials[P_LS] += rr / (2.0 * w->m.n);
-  partials[P_L1] += lambda_at(w->cfg, &w->m, pass) * l1;
+  partials[P_L1] += lasso_lambda_at(w->cfg, &w->m, pass) * l1;
+  /* Only at the target lambda: a path's stage does not stop the run. */
+  if (w->gap_cols && lasso_lambda_at(w->cfg, &w->m, pass) == w->m.lambda)
+    partials[P_REL_GAP] = ring_rel_gap(w, r, seen, rr, l1);
   return 0;
 }
 
 static void lasso_objectives(const void *cfg, const strata_problem *prob, const double *p,
                              double *v) {
-  v[0] = p[P_LS] + p[P_L1];
-  v[1] = p[P_NZ];
-  v[2] = p[P_MAXD];
-  v[3] = p[P_UPDATES];
-  v[4] = p[P_TOUCHED];
+  if (prob->rounds_per_pass) {
+    lasso_rounds_objectives(cfg, prob, p, v);
+    return;
+  }
+  v[O_OBJECTIVE] = p[P_LS] + p[P_L1];
+  v[O_NONZEROS] = p[P_NZ];
+  v[O_MAXD] = p[P_MAXD];
+  v[O_UPDATES] = p[P_UPDATES];
+  v[O_TOUCHED] = p[P_TOUCHED];
+  /* -INFINITY, its identity: not measured (no --tol) */
+  v[O_REL_GAP] = isinf(p[P_REL_GAP]) ? NAN : p[P_REL_GAP];
 }
 
 /* The static schedule's damping: lowered by DAMP_CUT when the objective,
@@ -665,7 +699,7 @@ static void lasso_pass_control(const void *vcfg, const strata_problem *prob, int
                                double *ctl) {
   const lasso_config *cfg = vcfg;
   const lasso_priv *pv = prob->priv;
-  ctl[C_LAMBDA] = lambda_at(cfg, &pv->m, pass);
+  ctl[C_LAMBDA] = lasso_lambda_at(cfg, &pv->m, pass);
   if (cfg->damping > 0) {
     ctl[C_DAMPING] = cfg->damping;
     ctl[C_DAMPING_SINCE] = 0;
@@ -693,7 +727,7 @@ static int lasso_check(const void *vcfg, const strata_setup *setup) {
   if (setup->workers > setup->strata)
     return strata_err_set(STRATA_EUSAGE, "--strata %d is below the %d workers", setup->strata,
                           setup->workers);
-  return 0;
+  return lasso_rounds_check(cfg, setup);
 }
 
 static void priv_free(void *p) {
@@ -701,6 +735,7 @@ static void priv_free(void *p) {
   if (!pv)
     return;
   lasso_data_close(&pv->d);
+  lasso_rounds_priv_free(pv->rounds);
   strata_free(pv);
 }
 
@@ -736,17 +771,24 @@ static int lasso_load(const void *vcfg, const strata_setup *setup, strata_proble
   if (!pv)
     return strata_err_set(STRATA_ENOMEM, "lasso: out of memory");
   pv->final_objective = NAN;
+  pv->workers = setup->workers;
   lasso_data *d = &pv->d;
   if ((rc = lasso_data_read(cfg->data, d)))
     goto fail;
   if (cfg->standardize && (rc = lasso_data_standardize(d)))
     goto fail;
+  if (lasso_rounds_wanted(cfg)) {
+    if ((rc = lasso_rounds_load(cfg, setup, prob, pv)))
+      goto fail;
+    prob->priv = pv;
+    prob->priv_free = priv_free;
+    return 0;
+  }
   if (d->p < (uint32_t)B) {
     rc = strata_err_set(STRATA_EUSAGE, "%s: %u features, fewer than the %d strata", cfg->data, d->p,
                         B);
     goto fail;
   }
-  pv->workers = setup->workers;
   lasso_meta *m = &pv->m;
   m->n = d->n;
   m->p = d->p;
@@ -832,6 +874,8 @@ fail:
 
 static int lasso_schedule(const void *cfg, const strata_setup *setup, const strata_problem *prob,
                           strata_schedule *sched) {
+  if (prob->rounds_per_pass)
+    return strata_schedule_shards(sched, setup->workers, prob->n_data);
   return strata_schedule_diagonal(sched, setup->workers, setup->strata);
 }
 
@@ -846,6 +890,7 @@ static void lasso_describe(const void *vcfg, const strata_problem *prob, strata_
   strata_json_double(j, "lambda", pv->m.lambda);
   strata_json_double(j, "lambda_max", pv->m.lambda_max);
   strata_json_string(j, "schedule", cfg->schedule == SCHED_DYNAMIC ? "dynamic" : "static");
+  lasso_rounds_describe(cfg, prob, j);
   /* Known only when the final blocks came back (--model-out). */
   strata_json_double(j, "final_objective", pv->final_objective);
   if (isfinite(pv->final_objective))
@@ -876,6 +921,8 @@ static int fill_coef(FILE *f, void *ud) {
 static int lasso_export(const void *vcfg, const strata_setup *setup, const strata_problem *prob,
                         const char *dir) {
   lasso_priv *pv = prob->priv;
+  if (prob->rounds_per_pass)
+    return lasso_rounds_export(vcfg, prob, dir);
   const lasso_data *d = &pv->d;
   int B = prob->n_rotating;
   double *r = strata_malloc((size_t)d->n * 8);
@@ -912,6 +959,22 @@ static int lasso_export(const void *vcfg, const strata_setup *setup, const strat
   return strata_write_atomic_in(dir, "coef.txt", fill_coef, &c);
 }
 
+/* Round runs (rounds.c): the workers' callbacks reach its worker state. */
+static int lasso_push(void *state, const strata_round *r, const strata_task_view *tv,
+                      const strata_round_work *work, strata_bytes *out) {
+  return lasso_rounds_push(((lasso_worker *)state)->rw, r, tv, work, out);
+}
+
+static int lasso_apply(void *state, const strata_round *r, const strata_task_view *tv,
+                       const void *values, size_t len) {
+  return lasso_rounds_apply(((lasso_worker *)state)->rw, r, tv, values, len);
+}
+
+static const strata_round_ops lasso_round_ops = {.schedule_round = lasso_rounds_schedule,
+                                                 .push = lasso_push,
+                                                 .pull = lasso_rounds_pull,
+                                                 .apply = lasso_apply};
+
 static const strata_app lasso_app = {
     .name = "lasso",
     .flags = STRATA_APP_ADDITIVE,
@@ -932,7 +995,7 @@ static const strata_app lasso_app = {
     .check = lasso_check,
     .n_partials = N_PARTIALS,
     .partial_reduce = lasso_reduce,
-    .n_objectives = 5,
+    .n_objectives = N_OBJECTIVES,
     .objective_names = lasso_objective_names,
     .falling = 1u << 0, /* objective */
     .load = lasso_load,
@@ -948,6 +1011,8 @@ static const strata_app lasso_app = {
     .control_names = lasso_control_names,
     .pass_control = lasso_pass_control,
     .describe = lasso_describe,
+    .tol = {STRATA_TOL_VALUE, O_REL_GAP, "the duality gap relative to the objective (rel_gap)"},
+    .round = &lasso_round_ops,
     .export_model = lasso_export,
 };
 
