@@ -14,7 +14,7 @@
  *    X, because coordinate descent on a feature needs the whole residual;
  *  - resident block i: this row block's view of the model, the float
  *    coefficients seen_i it last saw, its residual r_i = y - X seen_i in
- *    double, and the dynamic schedule's priorities of its features.
+ *    double, and each feature's last squared change (prio).
  * Feature f is updated only by row block f mod B, so every coefficient has
  * exactly one writer per pass in every mode: on the ring the writer's
  * float is what the next holder finds, and in the parameter-server modes
@@ -24,16 +24,8 @@
  *  1. sync: for each feature f of the chunk whose coefficient differs from
  *     seen_i[f], r_i -= x_f (beta_f - seen_i[f]) and seen_i[f] = beta_f,
  *     so r_i stays y - X seen_i (in double, for the float seen_i);
- *  2. update the features of the chunk that row block i owns:
- *     --schedule static: each in turn (cyclic, Gauss-Seidel);
- *     --schedule dynamic (STRADS-style): after a first full sweep, each
- *     chunk sweeps a window of --eta of its features (the next window each
- *     pass: every zero coefficient checked once per 1/eta passes), then
- *     runs rounds that sample --set-size features with probability ~
- *     (last change)^2 (nonzero coefficients with a floor), drop those whose
- *     column correlation with one already kept exceeds --corr-threshold,
- *     and update the kept set in parallel (Jacobi: every step from the
- *     same residual, then all applied).
+ *  2. update the features of the chunk that row block i owns, each in
+ *     turn (cyclic, Gauss-Seidel), --sweeps times.
  *     Each new coefficient is rounded to float before its change goes into
  *     the residual. With P > 1 every step is damped (--damping, 1/P): the
  *     workers' concurrent steps act on one residual through stale views.
@@ -46,6 +38,9 @@
  * seen_0, a real coefficient vector), through block_objective; nonzeros
  * count the end-of-pass rotating blocks. export_model recomputes F exactly
  * in double from the final coefficients (final_objective in the metrics).
+ *
+ * --schedule dynamic and --loss logistic run on rounds instead (rounds.c):
+ * load, the callbacks and export hand them over.
  */
 #include <errno.h>
 #include <math.h>
@@ -264,15 +259,6 @@ typedef struct lasso_worker {
   const lasso_config *cfg;
   lasso_meta m;
   int B;
-  uint64_t seed;
-  uint32_t cap; /* features of the largest block */
-  /* dynamic schedule scratch */
-  uint32_t *slice, *cand, *kept, *stamp;
-  uint32_t *live, *leaf; /* the tree's slice positions; slice position -> leaf +
-                            1 (0: none) */
-  uint32_t stamp_now;
-  double *tree, *dense; /* tree: 2 T sums over a chunk's slice (T = pow2 >= cap) */
-  float *newb;
   /* --tol: row block 0's data blocks (0, j), seen in compute, for the
    * duality gap at the pass's end (NULL without --tol) */
   const strata_block **gap_cols;
@@ -283,15 +269,6 @@ static void lasso_worker_free(void *state) {
   lasso_worker *w = state;
   if (!w)
     return;
-  strata_free(w->slice);
-  strata_free(w->cand);
-  strata_free(w->kept);
-  strata_free(w->stamp);
-  strata_free(w->tree);
-  strata_free(w->live);
-  strata_free(w->leaf);
-  strata_free(w->dense);
-  strata_free(w->newb);
   strata_free(w->gap_cols);
   lasso_rounds_worker_free(w->rw);
   strata_free(w);
@@ -308,8 +285,6 @@ static int lasso_worker_init(const void *vcfg, const strata_setup *setup, const 
   memcpy(&w->m, meta, sizeof w->m);
   w->cfg = cfg;
   w->B = setup->strata;
-  w->seed = setup->seed;
-  w->cap = w->m.p / (uint32_t)w->B + 1;
   if (lasso_rounds_wanted(cfg)) {
     int rc = lasso_rounds_worker_init(cfg, setup, &w->m, &w->rw);
     if (rc) {
@@ -319,25 +294,6 @@ static int lasso_worker_init(const void *vcfg, const strata_setup *setup, const 
   } else if (setup->tol > 0 && !(w->gap_cols = strata_calloc((size_t)w->B, sizeof *w->gap_cols))) {
     lasso_worker_free(w);
     return strata_err_set(STRATA_ENOMEM, "lasso: out of memory");
-  } else if (cfg->schedule == SCHED_DYNAMIC) {
-    size_t c = w->cap, u = (size_t)cfg->set_size;
-    w->slice = strata_malloc(c * 4);
-    w->stamp = strata_calloc(c, 4);
-    size_t T = 1;
-    while (T < c)
-      T <<= 1;
-    w->tree = strata_malloc(2 * T * 8);
-    w->live = strata_malloc(c * 4);
-    w->leaf = strata_calloc(c, 4);
-    w->cand = strata_malloc(u * 4);
-    w->kept = strata_malloc(u * 4);
-    w->newb = strata_malloc(u * 4);
-    w->dense = strata_calloc(w->m.n, 8);
-    if (!w->slice || !w->stamp || !w->tree || !w->live || !w->leaf || !w->cand || !w->kept ||
-        !w->newb || !w->dense) {
-      lasso_worker_free(w);
-      return strata_err_set(STRATA_ENOMEM, "lasso: out of memory");
-    }
   }
   *state = w;
   return 0;
@@ -355,11 +311,6 @@ double lasso_lambda_at(const lasso_config *cfg, const lasso_meta *m, int pass) {
   if (s == cfg->path - 1)
     return m->lambda;
   return m->lambda_max * pow(m->lambda / m->lambda_max, (double)s / (cfg->path - 1));
-}
-
-/* Features f < F with f mod B == i. */
-static uint64_t owned_below(uint64_t F, int B, int i) {
-  return F > (uint64_t)i ? (F - (uint64_t)i + (uint64_t)B - 1) / (uint64_t)B : 0;
 }
 
 static int lasso_compute(void *state, const strata_task_view *tv, double *partials) {
@@ -396,162 +347,11 @@ static int lasso_compute(void *state, const strata_task_view *tv, double *partia
   /* 2. This row block's features of the chunk: f mod B == i. */
   int B = w->B, i = tv->ids.resident;
   uint32_t first = lo + (uint32_t)(((int64_t)i - (int64_t)((X.f0 + lo) % (uint32_t)B) + B) % B);
-  if (cfg->schedule == SCHED_STATIC || tv->pass == 0) {
-    /* Cyclic; also the dynamic schedule's first pass, which gives every
-     * feature a priority from a real step. */
-    for (int sw = 0; sw < (cfg->schedule == SCHED_STATIC ? cfg->sweeps : 1); sw++)
-      for (uint32_t k = first; k < hi; k += (uint32_t)B) {
-        cd_update(&X, k, r, seen, beta, prio, thr, alpha, &touched, &maxd);
-        updates += X.norm2[k] > 0;
-      }
-  } else {
-    uint32_t m = 0;
-    for (uint32_t k = first; k < hi; k += (uint32_t)B)
-      if (X.norm2[k] > 0)
-        w->slice[m++] = k;
-    uint64_t S = owned_below(w->m.p, B, i), R = (uint64_t)cfg->rounds, U = (uint64_t)cfg->set_size;
-    if (R == 0)
-      R = (S + 100 * U - 1) / (100 * U);
-    uint64_t before = owned_below(X.f0 + lo, B, i), after = owned_below(X.f0 + hi, B, i);
-    uint64_t rounds = S ? R * after / S - R * before / S : 0;
-    if (m == 0)
-      goto done;
-    /* The systematic part: a window of 1/K of the chunk's features (K =
-     * ceil(1 / eta)), the next one each pass, swept in turn, so that every
-     * zero coefficient is checked once every K passes, reading X as a
-     * stream rather than at random. */
-    if (cfg->eta > 0) {
-      uint64_t K = (uint64_t)ceil(1 / cfg->eta), win = (uint64_t)tv->pass % K;
-      for (uint64_t q = m * win / K; q < m * (win + 1) / K; q++) {
-        cd_update(&X, w->slice[q], r, seen, beta, prio, thr, alpha, &touched, &maxd);
-        updates++;
-      }
+  for (int sw = 0; sw < cfg->sweeps; sw++)
+    for (uint32_t k = first; k < hi; k += (uint32_t)B) {
+      cd_update(&X, k, r, seen, beta, prio, thr, alpha, &touched, &maxd);
+      updates += X.norm2[k] > 0;
     }
-    if (rounds == 0)
-      goto done;
-    /* Rounds draw with probability ~ prio = (last change)^2 from a sum tree
-     * over the chunk's features with a priority (prio > 0: leaf l is slice
-     * position live[l]), which follows every change, so that a coefficient
-     * that has settled stops drawing the rounds after it. Only the live
-     * features are in it (a few per chunk once the support has formed), so
-     * it stays in cache. */
-    double *tree = w->tree;
-    uint32_t nl = 0, T = 1;
-    double psum = 0;
-    uint32_t npos = 0;
-    for (uint32_t s = 0; s < m; s++) {
-      uint32_t k = w->slice[s];
-      if (prio[k] > 0 || seen[k] != 0)
-        w->live[nl++] = s;
-      if (prio[k] > 0)
-        psum += prio[k], npos++;
-    }
-    /* A nonzero coefficient that did not move at its last step keeps a
-     * floor, 1% of the mean priority, so that the support is revisited as
-     * the residual changes instead of waiting for the sweep window. */
-    double floor_w = npos ? 0.01 * psum / npos : 1;
-    while (T < nl)
-      T <<= 1;
-    for (uint32_t l = 0; l < T; l++) {
-      tree[T + l] = 0;
-      if (l < nl) {
-        uint32_t k = w->slice[w->live[l]];
-        tree[T + l] = seen[k] != 0 ? fmax(prio[k], floor_w) : prio[k];
-        w->leaf[w->live[l]] = l + 1;
-      }
-    }
-    for (uint32_t v = T - 1; v >= 1; v--)
-      tree[v] = tree[2 * v] + tree[2 * v + 1];
-    strata_rng rng;
-    strata_rng_seed(&rng, strata_mix64(w->seed ^ strata_mix64(((uint64_t)tv->pass << 32) ^
-                                                              ((uint64_t)tv->ids.data << 8) ^
-                                                              (uint64_t)tv->chunk)));
-    double ct = cfg->corr_threshold;
-    for (uint64_t t = 0; t < rounds; t++) {
-      uint32_t nc = 0, nk = 0;
-      if (++w->stamp_now == 0) { /* wrapped: forget every mark */
-        memset(w->stamp, 0, (size_t)w->cap * 4);
-        w->stamp_now = 1;
-      }
-      for (uint64_t u = 0; u < U && nc < m; u++) {
-        if (!(tree[1] > 0))
-          break; /* nothing moved: nothing to draw */
-        double x = strata_rng_uniform(&rng) * tree[1];
-        uint32_t v = 1;
-        while (v < T) {
-          v *= 2;
-          if (x >= tree[v] && tree[v + 1] > 0)
-            x -= tree[v++];
-        }
-        uint32_t c = w->live[v - T];
-        if (w->stamp[c] == w->stamp_now)
-          continue;
-        w->stamp[c] = w->stamp_now;
-        w->cand[nc++] = c;
-        /* Sampled columns lie anywhere in X: ask for them now, so that
-         * their cache misses overlap instead of stalling each dot. */
-        __builtin_prefetch(&X.cp[w->slice[c]]);
-      }
-      /* The correlation filter: x_a scattered into a dense vector, dotted
-       * with each kept column. */
-      for (uint32_t c = 0; c < nc; c++) {
-        uint32_t a = w->slice[w->cand[c]];
-        int keep = 1;
-        if (ct < 1 && nk > 0) {
-          for (uint64_t x = X.cp[a]; x < X.cp[a + 1]; x++)
-            w->dense[X.row[x]] = X.val[x];
-          for (uint32_t q = 0; q < nk && keep; q++) {
-            uint32_t b = w->slice[w->kept[q]];
-            double dot = col_dot(&X, b, w->dense);
-            touched += X.cp[b + 1] - X.cp[b];
-            if (fabs(dot) > ct * sqrt(X.norm2[a] * X.norm2[b]))
-              keep = 0;
-          }
-          for (uint64_t x = X.cp[a]; x < X.cp[a + 1]; x++)
-            w->dense[X.row[x]] = 0;
-        }
-        if (keep)
-          w->kept[nk++] = w->cand[c];
-      }
-      for (uint32_t q = 0; q < nk; q++) {
-        uint32_t k = w->slice[w->kept[q]];
-        for (uint64_t x = X.cp[k], e = X.cp[k + 1]; x < e; x += 8) {
-          __builtin_prefetch(&X.val[x]);
-          __builtin_prefetch(&X.row[x]);
-        }
-      }
-      /* Jacobi: every step from the same residual, then all applied. */
-      for (uint32_t q = 0; q < nk; q++) {
-        uint32_t k = w->slice[w->kept[q]];
-        double n2 = X.norm2[k];
-        w->newb[q] = cd_step(col_dot(&X, k, r), thr, n2, seen[k], alpha);
-        touched += X.cp[k + 1] - X.cp[k];
-      }
-      updates += nk;
-      for (uint32_t q = 0; q < nk; q++) {
-        uint32_t c = w->kept[q], k = w->slice[c];
-        float b = w->newb[q];
-        double d = (double)b - (double)seen[k];
-        if (d != 0) {
-          col_axpy(&X, k, d, r);
-          touched += X.cp[k + 1] - X.cp[k];
-          seen[k] = beta[k] = b;
-          maxd = fmax(maxd, fabs(d));
-        }
-        prio[k] = (float)(d * d);
-        /* the new priority up the tree (every drawn feature is a leaf) */
-        {
-          uint32_t v = T + w->leaf[c] - 1;
-          double delta = (seen[k] != 0 ? fmax(prio[k], floor_w) : prio[k]) - tree[v];
-          for (; v >= 1; v /= 2)
-            tree[v] += delta;
-        }
-      }
-    }
-    for (uint32_t l = 0; l < nl; l++)
-      w->leaf[w->live[l]] = 0;
-  }
-done:
   partials[P_MAXD] = fmax(partials[P_MAXD], maxd);
   partials[P_UPDATES] += (double)updates;
   partials[P_TOUCHED] += (double)touched;
