@@ -98,23 +98,26 @@ static const strata_option lasso_options[] = {
      "schedule lowers while the objective climbs): the workers' concurrent steps act on one "
      "residual, and undamped they overshoot when features outnumber examples",
      NULL},
-    {"set-size", 'U', STRATA_OPT_INT, OPT(set_size), "16", "U", 1, 1 << 20, NULL,
-     "rounds: coefficients drawn (or taken in turn) per round, before the correlation filter",
+    {"set-size", 'U', STRATA_OPT_INT_OPTIONAL, OPT(set_size), NULL, "U", 1, 1 << 20, NULL,
+     "rounds: coefficients drawn (or taken in turn) per round, before the correlation filter "
+     "(default: 1024 with --set-sweeps, 16 without; 64 for --loss logistic)",
      NULL},
-    {"rounds", 0, STRATA_OPT_INT, OPT(rounds), "0", "R", 0, 1 << 30, NULL,
-     "rounds: sampled steps a pass, after its full round (0: features / U, at most 100)", NULL},
+    {"rounds", 0, STRATA_OPT_INT_OPTIONAL, OPT(rounds), NULL, "R", 0, 1 << 30, NULL,
+     "rounds: sampled steps a pass, after its full round (default: 1 with --set-sweeps; "
+     "without, and for --loss logistic, features / U, at most 100)",
+     NULL},
+    {"set-sweeps", 0, STRATA_OPT_INT, OPT(set_sweeps), "50", "K", 0, 1000, NULL,
+     "rounds, squared loss: up to K Gauss-Seidel sweeps over the kept set with its Gram matrix "
+     "(coordinate descent on the set); 0: every kept coefficient steps from the round's "
+     "gradient at once (Jacobi, STRADS)",
+     NULL},
+    {"corr-threshold", 0, STRATA_OPT_DOUBLE_OPTIONAL, OPT(corr_threshold), NULL, "C", 0, 1, NULL,
+     "rounds: drop a drawn coefficient whose column's |correlation| with one kept exceeds C (1: "
+     "no filter; default: 1 with --set-sweeps, 0.1 without and for --loss logistic)",
+     NULL},
     {"eta", 0, STRATA_OPT_DOUBLE, OPT(eta), "0.1", "E", 0, 1e6, NULL,
      "rounds: every coefficient's priority floor, E times the mean priority of the last full "
      "round, so that zero ones are still drawn (0: none)",
-     NULL},
-    {"corr-threshold", 0, STRATA_OPT_DOUBLE, OPT(corr_threshold), "0.1", "C", 0, 1, NULL,
-     "rounds: drop a drawn coefficient whose column's |correlation| with one kept exceeds C (1: "
-     "no filter)",
-     NULL},
-    {"set-sweeps", 0, STRATA_OPT_INT, OPT(set_sweeps), "0", "K", 0, 1000, NULL,
-     "rounds, squared loss: 0: every kept coefficient steps from the round's gradient at once "
-     "(Jacobi, STRADS); K: up to K Gauss-Seidel sweeps over the kept set with its Gram matrix "
-     "(exact coordinate descent on the set)",
      NULL},
     {"loss", 0, STRATA_OPT_ENUM, OPT(loss), "squared", NULL, 0, 0, "squared|logistic",
      "squared: the Lasso; logistic: L1-regularised logistic regression, labels 1 and -1 (on "
@@ -778,15 +781,18 @@ static const strata_round_ops lasso_round_ops = {.schedule_round = lasso_rounds_
 static const strata_app lasso_app = {
     .name = "lasso",
     .flags = STRATA_APP_ADDITIVE,
-    .summary = "Lasso regression by coordinate descent (cyclic or STRADS-style "
-               "dynamic)",
+    .summary = "Lasso regression by coordinate descent, cyclic or scheduled by the coordinator "
+               "from the model (STRADS); L1-regularised logistic regression",
     .examples = "  strata-lasso --mode serial --data synth:n=500,p=400000 "
                 "--lambda-ratio 0.1\n"
                 "  mpirun -np 3 strata-lasso --data diabetes.tab.txt "
                 "--standardize --lambda 1 "
                 "--model-out out\n"
-                "  mpirun -np 3 strata-lasso --schedule dynamic --set-size 32 "
+                "  mpirun -np 3 strata-lasso --schedule dynamic --tol 1e-4 --passes 1000\n"
+                "  mpirun -np 3 strata-lasso --schedule dynamic --set-sweeps 0 --set-size 64 "
                 "--corr-threshold 0.1\n"
+                "  strata-lasso --mode serial --loss logistic --schedule dynamic --data dna.svm "
+                "--lambda 5e-3 --tol 1e-9 --passes 5000\n"
                 "  mpirun -np 3 strata-lasso --mode ssp --path 10 "
                 "--path-passes 5 --passes 60\n",
     .unit = "coordinates",

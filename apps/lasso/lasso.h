@@ -75,12 +75,17 @@ typedef struct lasso_config {
   strata_opt_double lambda, lambda_ratio;
   int path, path_passes;
   int schedule;
-  int set_size, rounds, sweeps;
-  double eta, corr_threshold, damping;
+  int sweeps;
+  double damping;
+  /* rounds.c: not given, set_size, rounds and corr_threshold take their
+   * defaults from the loss and set_sweeps (lasso_rounds_load) */
+  strata_opt_int set_size, rounds;
+  strata_opt_double corr_threshold;
+  double eta;
+  int set_sweeps;
   int loss;
   double bias;
   int line_search;
-  int set_sweeps;
 } lasso_config;
 
 /* What every worker needs from the data. */

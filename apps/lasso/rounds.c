@@ -237,6 +237,12 @@ int lasso_rounds_check(const lasso_config *cfg, const strata_setup *setup) {
     return strata_err_set(STRATA_EUSAGE, "--bias is for --loss logistic");
   if (cfg->loss != LOSS_LOGISTIC && cfg->line_search)
     return strata_err_set(STRATA_EUSAGE, "--line-search is for --loss logistic");
+  if (cfg->loss == LOSS_SQUARED && cfg->set_sweeps && cfg->set_size.given &&
+      cfg->set_size.value > 4096)
+    return strata_err_set(STRATA_EUSAGE,
+                          "--set-size %d with --set-sweeps: at most 4096 (the set's Gram matrix "
+                          "has U^2 entries); --set-sweeps 0 takes larger sets",
+                          cfg->set_size.value);
   if (!lasso_rounds_wanted(cfg))
     return 0;
   if (strata_mode_is_ps(setup->mode) || setup->mode == STRATA_MODE_SFB)
@@ -273,10 +279,9 @@ static int add_bias(lasso_data *d, double B) {
   return 0;
 }
 
-/* The default of --rounds: sampled rounds (steps) a pass. A full round
- * reads all of X, a sampled one U columns: p / U sampled rounds read as
- * much, but each costs a round trip, so at most 100 (measured:
- * docs/lasso.md). */
+/* The default of --rounds for Jacobi steps: sampled rounds (steps) a pass.
+ * A full round reads all of X, a sampled one U columns: p / U sampled
+ * rounds read as much, but each costs a round trip, so at most 100. */
 static uint32_t default_rounds(uint32_t p, uint32_t U) {
   uint64_t R = ((uint64_t)p + U - 1) / U;
   return R < 1 ? 1 : R > 100 ? 100 : (uint32_t)R;
@@ -332,10 +337,16 @@ int lasso_rounds_load(const lasso_config *cfg, const strata_setup *setup, strata
   rs->loss = cfg->loss;
   rs->logistic_static = logistic && cfg->schedule == SCHED_STATIC;
   rs->line_search = logistic ? cfg->line_search : 0;
-  rs->U = (uint32_t)cfg->set_size;
-  rs->R = cfg->rounds > 0 ? (uint32_t)cfg->rounds : default_rounds(d->p, rs->U);
+  /* The defaults by measurement (docs/lasso.md): exact sweeps over a
+   * large set need few rounds and no filter; Jacobi steps need the filter
+   * and small sets. */
+  int sweeps = logistic ? 0 : cfg->set_sweeps;
+  rs->U = cfg->set_size.given ? (uint32_t)cfg->set_size.value : sweeps ? 1024 : logistic ? 64 : 16;
+  rs->R = cfg->rounds.given ? (uint32_t)cfg->rounds.value
+          : sweeps          ? 1
+                            : default_rounds(d->p, rs->U);
+  rs->corr = cfg->corr_threshold.given ? cfg->corr_threshold.value : sweeps ? 1 : 0.1;
   rs->eta = cfg->eta;
-  rs->corr = cfg->corr_threshold;
   rs->tol = setup->tol;
   rs->seed = setup->seed;
   rs->T = 1;
@@ -358,7 +369,7 @@ int lasso_rounds_load(const lasso_config *cfg, const strata_setup *setup, strata
   rs->kept_d = strata_malloc(((size_t)rs->U + 1) * 8);
   rs->sums = strata_malloc(((size_t)rs->U + 1) * 16);
   rs->step = strata_malloc(((size_t)rs->U + 1) * 8);
-  rs->sweeps = logistic ? 0 : cfg->set_sweeps;
+  rs->sweeps = sweeps;
   if (rs->sweeps)
     rs->gram = strata_malloc(((size_t)rs->U + 1) * ((size_t)rs->U + 1) * 8);
   if (!rs->norm2 || !rs->nnzc || !rs->tree || !rs->stamp || !rs->dense || !rs->g || !rs->h ||
