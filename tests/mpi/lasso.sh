@@ -7,18 +7,30 @@
 #              solver's, in serial, scheduled static, scheduled dynamic, bsp,
 #              ssp and async (2 workers), and along a warm-started path;
 #              lambda_max too; a resumed run exports what a straight one does; the
-#              dynamic schedule unfiltered with a set of all 10 features
-#              diverges (exit 3, with the hint) where the filtered one does not;
-#              the table written as svmlight gives the same objective.
+#              dynamic schedule's Jacobi steps unfiltered with a set of all 10
+#              features diverge (exit 3, with the hint) where the filtered ones do
+#              not; the table written as svmlight gives the same objective.
 #   diverge    a small synthetic set where the static schedule's 2 workers
 #              diverge at the fixed damping 1/P without a NaN: exit 3 from the
 #              engine's rise check, naming the objective; with the damping
 #              that adapts to the objective, the run converges near serial's.
+#   rounds     the dynamic schedule and the logistic loss on rounds: diabetes at
+#              lambda = 1 stops on --tol 1e-9 ("tolerance") within 1e-6 of the
+#              reference, with the same coefficients bit for bit in serial and
+#              with 2 workers (2 shards), also at --round-depth 3 and in Jacobi
+#              steps; at lambda_max / 100 the defaults are within 1e-6 after 500
+#              passes; --tol stops the static schedule too; dna as a binary
+#              problem (class 3 against the rest) with --loss logistic agrees with
+#              LIBLINEAR's objective (tests/mpi/lasso_logistic_reference.py) within
+#              1e-6, serial and 2 workers, dynamic and static; a logistic run with
+#              the line search resumed from a checkpoint exports what a straight
+#              one does.
 #   bad_input  a missing file, a malformed line, a wrong column count, a NaN,
 #              an unknown flag, --lambda with --lambda-ratio, and a synth
 #              spec too large for memory (under ulimit -v, with --mem-limit,
-#              serially): one error line naming the problem, the same exit
-#              code on all 3 ranks.
+#              serially), a label other than 1 and -1 for the logistic loss
+#              and --standardize with it: one error line naming the problem,
+#              the same exit code on all 3 ranks.
 . "$(dirname "$0")/common.sh"
 
 : "${STRATA_LASSO:?STRATA_LASSO (path of strata-lasso) must be set}"
@@ -51,8 +63,7 @@ case $CASE in
         case $m in
           serial) args=(--mode serial --passes 300); np=1 ;;
           static) args=(--mode scheduled --passes 300) ;;
-          dynamic) args=(--mode scheduled --schedule dynamic --set-size 2 --rounds 5
-                         --corr-threshold 0.5 --passes 500) ;;
+          dynamic) args=(--mode scheduled --schedule dynamic --tol 1e-9 --passes 500) ;;
           # bsp updates the two workers' slices at once (block Jacobi):
           # --sweeps makes each slice's step nearly exact, which the
           # correlated columns need.
@@ -104,9 +115,11 @@ PY
     ok "path: lambda falls from lambda_max to lambda; final objective within 1e-6"
 
     # A checkpoint after 20 passes, resumed to 40: the same coefficients as
-    # 40 passes straight (scheduled, dynamic: the priorities are in the
-    # resident blocks, the draws seeded by the pass).
-    DYN=(--schedule dynamic --set-size 2 --rounds 5 --corr-threshold 0.5 --lambda-ratio 0.01)
+    # 40 passes straight (scheduled, dynamic on rounds, two in flight: beta
+    # and the priorities are in the coordinator block, the draws seeded by
+    # the round).
+    DYN=(--schedule dynamic --set-size 2 --rounds 5 --corr-threshold 0.5 --lambda-ratio 0.01
+         --round-depth 2)
     mpi 3 "$STRATA_LASSO" "${DYN[@]}" "${COMMON[@]}" --passes 40 --model-out m_full >full.out 2>&1 ||
       { show_log full.out; fail "40-pass run"; }
     mpi 3 "$STRATA_LASSO" "${DYN[@]}" "${COMMON[@]}" --passes 20 --checkpoint ck >ck.out 2>&1 ||
@@ -118,14 +131,113 @@ PY
 
     # Jacobi over all 10 correlated features at once diverges; the filter
     # keeps the dynamic schedule stable.
-    timeout "$RUN_LIMIT" "$STRATA_LASSO" --mode serial --schedule dynamic --set-size 10 --rounds 10 \
-      --corr-threshold 1 --lambda-ratio 0.01 --passes 200 "${COMMON[@]}" >div.out 2>div.err
+    timeout "$RUN_LIMIT" "$STRATA_LASSO" --mode serial --schedule dynamic --set-sweeps 0 \
+      --set-size 10 --rounds 10 --corr-threshold 1 --lambda-ratio 0.01 --passes 200 "${COMMON[@]}" \
+      >div.out 2>div.err
     expect_rc 3 $? "dynamic, set size 10, no correlation filter"
     grep -q 'diverged at pass .*lower --set-size' div.err || { cat div.err; fail "no diverged message with its hint"; }
     ok "$(cat div.err)"
-    timeout "$RUN_LIMIT" "$STRATA_LASSO" --mode serial --schedule dynamic --set-size 10 --rounds 10 \
-      --corr-threshold 0.5 --lambda-ratio 0.01 --passes 200 "${COMMON[@]}" >conv.out 2>&1
-    expect_rc 0 $? "dynamic, set size 10, correlation filter 0.5"
+    timeout "$RUN_LIMIT" "$STRATA_LASSO" --mode serial --schedule dynamic --set-sweeps 0 \
+      --set-size 10 --rounds 10 --corr-threshold 0.3 --lambda-ratio 0.01 --passes 200 "${COMMON[@]}" \
+      >conv.out 2>&1
+    expect_rc 0 $? "dynamic, set size 10, correlation filter 0.3"
+    ;;
+
+  rounds)
+    DATA=${STRATA_SHARED_DATA:-}/lasso-diabetes/diabetes.tab.txt
+    if [ ! -f "$DATA" ]; then
+      echo "skip: $DATA is absent (the shared data sets are not here)"
+      exit 77
+    fi
+    # tests/mpi/lasso_reference.py (see the diabetes case)
+    REF1=1533.7687169625883 REFR=1482.111859338384
+    COMMON=(--data "$DATA" --standardize -q)
+    # serial|NP NAME ARGS...: one run, its metrics in NAME.json and model in m_NAME
+    run() {
+      local np=$1 name=$2
+      shift 2
+      if [ "$np" = serial ]; then
+        timeout "$RUN_LIMIT" "$STRATA_LASSO" --mode serial "$@" --model-out "m_$name" \
+          --metrics-out "$name.json" >"$name.out" 2>&1
+      else
+        mpi "$np" "$STRATA_LASSO" "$@" --model-out "m_$name" --metrics-out "$name.json" >"$name.out" 2>&1
+      fi || { show_log "$name.out"; fail "$name run"; }
+    }
+    # stopped NAME REF: stop_reason "tolerance", the final objective and the
+    # last pass's within 1e-6 of REF, rounds pulled (one python3 a run: its
+    # start is most of a check's time on a loaded machine)
+    stopped() {
+      python3 - "$1" "$2" <<'PY' || fail "$1: see above"
+import json, sys
+name, ref = sys.argv[1], float(sys.argv[2])
+m = json.load(open(name + ".json"))
+r, last = m["rounds"], m["per_pass"][-1]
+print(f"{name}: stop_reason {m['stop_reason']} after {m['passes']} passes, {r['count']} rounds "
+      f"(latency median {r['latency_us_median']} us); final objective {m['final_objective']!r}, "
+      f"rel_gap {last['rel_gap']}")
+bad = [w for w, ok in [("it did not stop on --tol", m["stop_reason"] == "tolerance"),
+                       ("final objective", abs(m["final_objective"] / ref - 1) <= 1e-6),
+                       ("last pass's objective", abs(last["objective"] / ref - 1) <= 1e-6),
+                       ("no rounds", r["count"] > 0)] if not ok]
+print(f"FAIL: {name}: {', '.join(bad)} (reference {ref!r})" if bad else
+      f"ok: {name}: stopped on --tol within 1e-6 of {ref!r}")
+sys.exit(1 if bad else 0)
+PY
+    }
+    TOL=(--schedule dynamic --lambda 1 --tol 1e-9 --passes 100000 "${COMMON[@]}")
+    run serial dyn1 "${TOL[@]}" --strata 2
+    stopped dyn1 $REF1
+    run 3 dyn2 "${TOL[@]}"
+    stopped dyn2 $REF1
+    cmp m_dyn1/coef.txt m_dyn2/coef.txt || fail "serial and 2 workers (2 shards) differ"
+    ok "serial and 2 workers: the same coef.txt bit for bit"
+    run serial depth3 "${TOL[@]}" --round-depth 3
+    stopped depth3 $REF1
+    run serial jacobi "${TOL[@]}" --set-sweeps 0
+    stopped jacobi $REF1
+
+    # lambda_max / 100 with the dynamic schedule's defaults: 500 passes
+    run serial ratio --schedule dynamic --lambda-ratio 0.01 --passes 500 "${COMMON[@]}"
+    got=$(json ratio.json "m['final_objective']")
+    echo "dynamic defaults, lambda_max / 100, 500 passes: final objective $got, reference $REFR"
+    within "$got" $REFR || fail "dynamic defaults: $got is not within 1e-6 of $REFR"
+    ok "dynamic defaults, lambda_max / 100: within 1e-6 after 500 passes"
+
+    # --tol on the ring's schedule: its gap from row block 0's residual
+    run serial static --lambda 1 --tol 1e-6 --passes 5000 "${COMMON[@]}"
+    json static.json "m['stop_reason'] == 'tolerance' and m['per_pass'][-1]['rel_gap'] <= 1e-6 and m['passes'] < 5000 and abs(m['final_objective'] / $REF1 - 1) <= 1e-6" |
+      grep -q true || { show_log static.out; fail "static: --tol 1e-6 did not stop it within 1e-6"; }
+    ok "static: stopped on --tol 1e-6 within 1e-6 of the reference"
+
+    DNA=${STRATA_SHARED_DATA:-}/libsvm-dna/dna.scale
+    if [ ! -f "$DNA" ]; then
+      echo "skip: $DNA is absent: the logistic loss is not checked"
+      exit 0
+    fi
+    # From tests/mpi/lasso_logistic_reference.py (LIBLINEAR 2.3.0, Debian's
+    # liblinear-tools 2.3.0+dfsg-5: liblinear-train -s 6 -e 1e-8 -c 0.1 -B -1,
+    # F computed from its model): class 3 against the rest, lambda 5e-3,
+    # N 2000, 68 nonzeros.
+    REFL=0.29600071521124016
+    awk '{ $1 = ($1 == 3) ? "+1" : "-1"; print }' "$DNA" >dna3.svm
+    LOG=(--loss logistic --data dna3.svm --lambda 5e-3 --tol 1e-7 --passes 5000 -q)
+    run serial log1 "${LOG[@]}" --schedule dynamic --strata 2
+    stopped log1 $REFL
+    run 3 log2 "${LOG[@]}" --schedule dynamic
+    stopped log2 $REFL
+    cmp m_log1/coef.txt m_log2/coef.txt || fail "logistic: serial and 2 workers (2 shards) differ"
+    ok "logistic: serial and 2 workers, the same coef.txt bit for bit"
+    run serial logst "${LOG[@]}" --schedule static
+    stopped logst $REFL
+
+    # The line search's direction is in the coordinator's state between two
+    # rounds of a pass, never across a checkpoint.
+    LS=(--loss logistic --data dna3.svm --lambda 5e-3 --schedule dynamic --line-search 3 -q)
+    run serial lsfull "${LS[@]}" --passes 30
+    run serial lsck "${LS[@]}" --passes 15 --checkpoint ck --checkpoint-every 5
+    run serial lsres "${LS[@]}" --passes 30 --resume ck
+    cmp m_lsfull/coef.txt m_lsres/coef.txt || fail "logistic: the resumed run's coefficients differ"
+    ok "logistic with the line search, resumed from pass 15: the same coef.txt as 30 passes"
     ;;
 
   diverge)
@@ -195,6 +307,10 @@ PY
     timeout "$RUN_LIMIT" "$STRATA_LASSO" --mode serial --data synth:p=1e9 -q >bad.out 2>bad.err
     expect_rc 1 $? "serial --data synth:p=1e9"
     expect_one_error bad.err "strata-lasso: " "$TOO_BIG"
+    printf '1 1:2\n3 1:4\n' >labels.svm
+    check 1 "example 2 has the label 3; --loss logistic takes 1 and -1" --loss logistic \
+      --data labels.svm
+    check 2 "--standardize centres y: it is for --loss squared" --loss logistic --standardize
     ;;
   *) fail "unknown case '$CASE'" ;;
 esac
