@@ -461,18 +461,22 @@ static int check_memory(coord *c, host_info *hosts) {
   return rc;
 }
 
-/* Round runs: the pushes that have come, taken into the rounds' state. */
+/* Round runs: the pushes that have come, taken into the rounds' state. A
+ * wait on the pushes of round `awaited` (awaited -1: on the step's sends,
+ * reqs[0..n), the pushes taken meanwhile). */
 typedef struct push_wait {
   coord *c;
   strata__rounds *R;
   int64_t awaited;
+  strata_req *reqs;
+  int n;
 } push_wait;
 
 static int poll_pushes(void *ctx, int *done, int *progressed) {
   push_wait *pw = ctx;
   coord *c = pw->c;
   strata_transport *t = c->t;
-  int rc = 0, dummy;
+  int rc = 0, sent = 1, sends_progressed = 0;
   *progressed = 0;
   for (;;) {
     int got = 0, src = 0;
@@ -487,10 +491,12 @@ static int poll_pushes(void *ctx, int *done, int *progressed) {
     *progressed = 1;
     if (rc) break;
   }
-  /* Failure reports and checkpoint notes, as in every wait. */
-  coord_wait cw = {c, NULL, 0, 0};
-  if (!rc) rc = poll_coord(&cw, &dummy, &dummy);
-  *done = !rc && strata__rounds_complete(pw->R, pw->awaited);
+  /* Failure reports and checkpoint notes, as in every wait; the step's
+   * sends when they are what is awaited. */
+  coord_wait cw = {c, pw->reqs, pw->n, 0};
+  if (!rc) rc = poll_coord(&cw, &sent, &sends_progressed);
+  *progressed |= sends_progressed;
+  *done = !rc && (pw->awaited < 0 ? sent : strata__rounds_complete(pw->R, pw->awaited));
   return rc;
 }
 
@@ -504,20 +510,26 @@ static int round_pass(coord *c, strata__rounds *R, int pass, reqset *sends) {
     int a = strata__rounds_next(R);
     if (a < 0) return a;
     if (a == STRATA__ROUNDS_DONE) return 0;
+    strata__wait_conf wc = round_conf();
     if (a == STRATA__ROUNDS_SEND) {
       /* The step's buffers are reused for the next one: its sends must be
-       * done first (an eager send of a small step is done at once). */
+       * done first (an eager send of a small step is done at once). The
+       * pushes of the rounds in flight are taken meanwhile: a worker whose
+       * push is too large to go eagerly (MPI's rendezvous) is done sending
+       * it only once this rank receives it, and receives no step before,
+       * so with rounds in flight (--round-depth > 1) a send of the step
+       * that waited for that worker alone would wait for ever. */
       sends->n = 0;
       for (int w = 0; w < P && !rc; w++) {
         rc = send_all(t, sends, R->msg[w].buf, R->msg[w].len, w + 1, TAG_ROUND);
         strata__bell_ring(w + 1);
       }
-      if (!rc) rc = wait_round(c, sends->r, sends->n);
+      push_wait pw = {c, R, -1, sends->r, sends->n};
+      if (!rc) rc = strata__wait(poll_pushes, &pw, &wc);
       if (rc) return rc;
       continue;
     }
-    push_wait pw = {c, R, R->awaited};
-    strata__wait_conf wc = round_conf();
+    push_wait pw = {c, R, R->awaited, NULL, 0};
     if ((rc = strata__wait(poll_pushes, &pw, &wc))) return rc;
   }
 }

@@ -14,7 +14,8 @@
 #              diverge at the fixed damping 1/P without a NaN: exit 3 from the
 #              engine's rise check, naming the objective; with the damping
 #              that adapts to the objective, the run converges near serial's.
-#   rounds     the dynamic schedule and the logistic loss on rounds: diabetes at
+#   rounds     the dynamic schedule and the logistic loss on rounds: 2 workers with
+#              2 rounds in flight whose pushes are too large to go eagerly; diabetes at
 #              lambda = 1 stops on --tol 1e-9 ("tolerance") within 1e-6 of the
 #              reference, with the same coefficients bit for bit in serial and
 #              with 2 workers (2 shards), also at --round-depth 3 and in Jacobi
@@ -144,6 +145,15 @@ PY
     ;;
 
   rounds)
+    # Two rounds in flight whose full rounds push 16 KB a worker, more than
+    # MPI sends eagerly: the coordinator takes the pushes while it sends the
+    # next step (a worker finishes sending only once the push is received).
+    mpi 3 "$STRATA_LASSO" --schedule dynamic --data synth:n=200,p=2000,nonzeros=20,seed=3 \
+      --round-depth 2 --tol 1e-6 --passes 50 -q --metrics-out big.json >big.out 2>&1
+    expect_rc 0 $? "2 workers, 2 rounds in flight, pushes of 16 KB"
+    [ "$(json big.json "m['stop_reason']")" = tolerance ] || fail "the 16 KB run did not converge"
+    ok "2 rounds in flight with pushes larger than an eager send: converged"
+
     DATA=${STRATA_SHARED_DATA:-}/lasso-diabetes/diabetes.tab.txt
     if [ ! -f "$DATA" ]; then
       echo "skip: $DATA is absent (the shared data sets are not here)"
