@@ -154,8 +154,8 @@ def pagerank_points(pr, data_dir):
 
 def lasso_points(pr):
     """Lasso at lambda = 0.1 lambda_max (the SSP paper's setting, scaled):
-    cyclic descent serially and on the ring, the STRADS-style dynamic
-    schedule, and the parameter-server modes."""
+    cyclic descent serially and on the ring, the coordinator's dynamic
+    schedule on rounds, and the parameter-server modes."""
     common = ["--data", pr["lasso_data"], "--lambda-ratio", "0.1"]
     return [("lasso", "serial", 0, ["--mode", "serial"] + common, []),
             ("lasso", "scheduled static", 2, ["--mode", "scheduled"] + common, []),
