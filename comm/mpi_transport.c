@@ -3,6 +3,7 @@
  */
 #include <limits.h>
 #include <mpi.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -173,9 +174,21 @@ static int mpi_cancel(void *impl, strata_req *req) {
   return err == MPI_SUCCESS ? 0 : mpi_fail("MPI_Cancel", err);
 }
 
+/* When every rank of the job runs on this host (Open MPI says so in the
+ * environment it hands each rank), MPI needs no network: only the shared
+ * memory and self transports are loaded, so that no rank listens on a
+ * network address (Open MPI's TCP transport listens on every interface).
+ * A transport list the user chose (--mca btl ..., OMPI_MCA_btl) stands. */
+static void local_transports_only(void) {
+  const char *size = getenv("OMPI_COMM_WORLD_SIZE"), *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  if (!size || !local || strcmp(size, local) || getenv("OMPI_MCA_btl")) return;
+  setenv("OMPI_MCA_btl", "self,vader", 0);
+}
+
 int strata_comm_init(int *argc, char ***argv, strata_transport *t) {
   int provided = 0;
   memset(t, 0, sizeof *t);
+  local_transports_only();
   if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
     return strata_err_set(STRATA_ECOMM, "MPI_Init_thread failed");
   if (provided < MPI_THREAD_FUNNELED) {
