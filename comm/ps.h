@@ -31,7 +31,9 @@ typedef struct ps_hdr {
   int32_t from;   /* sender's worker index */
   int32_t clock;  /* UPDATE: stamp; READ: minimum data age wanted; SNAP: the
                      snapshot wanted; ROWS: data age (or the snapshot) */
-  int32_t own;    /* ROWS: updates of the receiver stamped < own are included */
+  int32_t own;    /* ROWS: updates of the receiver stamped < own are included
+                     (from a BSP shard: own = clock, since it sends only
+                     the pure copy) */
   uint32_t nrows;
   uint32_t flags;
 } ps_hdr;

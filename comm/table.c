@@ -10,6 +10,16 @@
  * message, up to which stamp its batches are in (`own`); the client keeps
  * each sent batch until a shard has confirmed it, and re-adds the kept ones
  * and the current oplog to every row it receives.
+ *
+ * BSP (SSP with staleness 0): a shard adds a batch to its live rows when it
+ * arrives, and by then a worker may already have ended the clock the batch
+ * belongs to (its shard answered its reads, or it read nothing from some
+ * shard), so live rows can hold updates stamped at or after the shard's
+ * clock m, which a read at clock m must not see. A BSP shard therefore
+ * answers every read from its pure copy (ps_snapshot, also what snapshots
+ * are served from), which holds exactly the updates stamped < m, and says
+ * `own` = m, so that its clients keep and re-add their own batches stamped
+ * >= m.
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -73,7 +83,8 @@ struct strata_table {
   float *vals;
   ps_vclock vc;
   ps_pending pend;
-  ps_snapshot snap; /* conf.snapshots */
+  ps_snapshot snap; /* conf.snapshots or pure: the updates stamped < vc.min */
+  int pure;         /* BSP: every row this shard sends comes from snap */
   ps_pending snap_reads; /* SNAPs waiting for the snapshot to reach them */
   uint8_t *subs;    /* n_local * P */
   uint8_t *dirty;
@@ -156,11 +167,11 @@ static int send_rows(strata_table *tb, int w, const uint32_t *rows, uint32_t n, 
   size_t sz = ps_msg_size(n, tb->L, 1);
   void *m = strata_malloc(sz);
   if (!m) return fail(tb, strata_err_set(STRATA_ENOMEM, "table: out of memory for a reply"));
-  int snap = (flags & PS_SNAPSHOT) != 0;
-  const float *src = snap ? tb->snap.vals : tb->vals;
+  int snap = (flags & PS_SNAPSHOT) != 0, from_copy = snap || tb->pure;
+  const float *src = from_copy ? tb->snap.vals : tb->vals;
   ps_hdr *h = m;
-  *h = (ps_hdr){.type = PS_ROWS, .from = tb->me, .clock = snap ? tb->snap.clock : tb->vc.min,
-                .own = tb->vc.c[w], .nrows = n, .flags = flags};
+  *h = (ps_hdr){.type = PS_ROWS, .from = tb->me, .clock = from_copy ? tb->snap.clock : tb->vc.min,
+                .own = tb->pure ? tb->snap.clock : tb->vc.c[w], .nrows = n, .flags = flags};
   uint32_t *r = ps_msg_rows(m);
   float *v = ps_msg_vals(m);
   for (uint32_t i = 0; i < n; i++) {
@@ -204,6 +215,8 @@ static int push(strata_table *tb) {
 static int answer_ready(strata_table *tb) {
   ps_read rd;
   int rc = 0;
+  /* First the copy, which a BSP shard answers reads from. */
+  if (tb->c.snapshots || tb->pure) ps_snapshot_advance(&tb->snap, tb->vc.min);
   while (!rc && ps_pending_take(&tb->pend, tb->vc.min, &rd)) {
     rc = send_rows(tb, rd.client, rd.rows, rd.n, 0);
     strata_free(rd.rows);
@@ -212,7 +225,6 @@ static int answer_ready(strata_table *tb) {
   /* The shard's clock moves one step at a time, and a SNAP for t arrives
    * before its sender's batch stamped t - 1: so every SNAP for the new
    * clock is here, and none for an older one is still to come. */
-  ps_snapshot_advance(&tb->snap, tb->vc.min);
   while (!rc && ps_pending_take(&tb->snap_reads, tb->vc.min, &rd)) {
     if (rd.min_age != tb->snap.clock)
       rc = fail(tb, strata_err_set(STRATA_ECOMM, "table: worker %d asked for snapshot %d, shard %d is at %d",
@@ -243,7 +255,8 @@ static int on_server_msg(strata_table *tb, void **pm, int src) {
   switch (h->type) {
     case PS_UPDATE: {
       const float *v = ps_msg_vals(m);
-      for (uint32_t i = 0; i < h->nrows; i++) {
+      /* A BSP shard sends only its copy: the live rows would go unread. */
+      for (uint32_t i = 0; i < h->nrows && !tb->pure; i++) {
         uint32_t l = local_of(tb, rows[i]);
         float *dst = tb->vals + (size_t)l * tb->L;
         const float *d = v + (size_t)i * tb->L;
@@ -255,7 +268,7 @@ static int on_server_msg(strata_table *tb, void **pm, int src) {
       }
       int advanced;
       if ((rc = ps_vclock_tick(&tb->vc, w, h->clock, &advanced))) return fail(tb, rc);
-      if (tb->c.snapshots) {
+      if (tb->c.snapshots || tb->pure) {
         if ((rc = ps_snapshot_hold(&tb->snap, m))) return fail(tb, rc);
         *pm = NULL;
       }
@@ -832,7 +845,9 @@ int strata_table_open(strata_transport *t, const strata_table_conf *conf, const 
   for (uint32_t l = 0; l < tb->n_local; l++)
     memcpy(tb->vals + (size_t)l * L, init + ((size_t)tb->me + (size_t)l * (size_t)tb->P) * L,
            L * sizeof(float));
-  if (conf->snapshots && (rc = ps_snapshot_init(&tb->snap, tb->P, tb->n_local, tb->L, tb->vals)))
+  tb->pure = conf->cons == STRATA_CONS_SSP && conf->staleness == 0;
+  if ((conf->snapshots || tb->pure) &&
+      (rc = ps_snapshot_init(&tb->snap, tb->P, tb->n_local, tb->L, tb->vals)))
     goto fail;
   tb->snap.clock = conf->start_clock;
   *out = tb;

@@ -14,12 +14,21 @@
  * is fresh enough when age >= c - s; its clock differential is age - c, in
  * [-s, 0] (BSP reads always see 0; the ESSP paper plots age - c - 1).
  *
+ * A BSP table (cons SSP with conf.staleness 0) is exact: a row holds the
+ * other workers' updates stamped < its data age and none later, so a read at
+ * clock c sees exactly every other worker's updates of clocks <= c - 1 and
+ * all of its own, whenever the messages arrive. The shard sums those other
+ * updates in stamp, then worker order, so their floats do not depend on
+ * message timing either. A BSP run thus computes what one process applying
+ * each clock's updates together would, up to float rounding.
+ *
  * Writes: inc() adds a delta to the row in the cache at once and coalesces
  * it per row in the clock's oplog; clock() ships the oplog, one message per
- * shard. A shard applies a client's batch when it arrives, advances that
- * client's entry of its vector clock, answers the reads waiting for its
- * minimum clock and, in ESSP, pushes the rows changed since its last push to
- * every client that has read them.
+ * shard. A shard applies a client's batch when it arrives (a BSP shard:
+ * once its clock passes the batch's stamp), advances that client's entry of
+ * its vector clock, answers the reads waiting for its minimum clock and, in
+ * ESSP, pushes the rows changed since its last push to every client that
+ * has read them.
  *
  * Threading and progress: one thread per rank calls the table
  * (MPI_THREAD_FUNNELED). Server work runs whenever that thread enters the
@@ -71,7 +80,11 @@ typedef struct strata_table_conf {
                          strata_table_snapshot_request works; each shard then
                          holds a second copy of its rows and every batch
                          stamped after its clock (at most s + 1 clocks of
-                         batches per worker under SSP; unbounded under async) */
+                         batches per worker under SSP; unbounded under async).
+                         A BSP table keeps that copy and those batches
+                         always (its reads are served from it), and each
+                         client keeps its own batches until the shard's
+                         clock passes them */
   int32_t start_clock; /* the clock every worker starts at (>= 0): init holds
                           every update stamped before it (0 for a new run; a
                           resumed run starts at its checkpoint's clock) */

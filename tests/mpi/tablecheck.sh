@@ -3,8 +3,9 @@
 #
 # Runs the table consistency checker (tests/apps/tablecheck.c) with NP
 # ranks, every one a worker of the parameter-server table: read-my-writes,
-# the SSP lower and upper bounds on what other workers' columns show,
-# monotonic reads, the clock differential, async reads that never wait, and
+# the SSP lower and upper bounds on what other workers' columns show
+# (under BSP, ssp with staleness 0, exactly their clocks before the
+# reader's), monotonic reads, the clock differential, async reads that never wait, and
 # a final staleness-0 read that sees every worker's exact total. Exit 0 and
 # an "ok" line expected, nothing on stderr.
 #
