@@ -4,44 +4,50 @@
  * builds also by kernel_x86v3.c and kernel_x86v4.c, compiled for those
  * instruction sets: strata_mf_sgd picks the widest one the CPU runs.
  *
- * Rows are padded to whole 8-float vectors so the compiler's vector
- * extensions map each row operation onto a few SIMD instructions (one AVX
- * register per vector when compiled for AVX, pairs of SSE registers
- * otherwise); the serial and distributed runs call the same code on one
- * machine, which is what makes them agree bit for bit.
+ * Rows are padded to whole 8-float vectors. The row sweeps work on the
+ * widest vectors the copy is compiled for: 16 floats with AVX-512 (a row of
+ * k = 100, 104 floats, is six of them and one 8-float half), 8 with AVX
+ * (one register each), pairs of SSE registers otherwise. The serial and
+ * distributed runs call the same code on one machine, which is what makes
+ * them agree bit for bit.
  *
  * Where the time goes. One update reads two rows, takes their dot product,
  * reduces it to a scalar, computes step sizes, and only then can write
- * either row: a chain of dependent steps that the next update of the same
- * user must wait for. With rows in cache an update costs about as much as
- * with rows in memory (docs/architecture.md has the measurements). So:
- *  - Two updates whose rows are disjoint (different user and item) run as
- *    a group: their sums, reductions, step sizes and row writes side by
- *    side. Disjoint rows make the group equal, bit for bit, to the two
- *    updates in order.
- *  - A group's row writes and the next group's sums share one sweep over
- *    the vectors. strata_mf_interleave lays a chunk out as four runs of
- *    users taken in turn, so consecutive groups mostly share no row, and
- *    the next group's sums run while this group's step sizes are still
- *    being computed. Where they do share a row, the sweep reads each vector
- *    after writing it, which is the order of one update after another.
+ * either row; the next update of the same user must wait for that write
+ * (docs/architecture.md has the measurements). So:
+ *  - Up to four updates whose rows are pairwise disjoint (no user and no
+ *    item twice) run as a group: their sums, reductions, step sizes and row
+ *    writes side by side, the scalar part lane by lane in 4-float vectors.
+ *    Disjoint rows make the group equal, bit for bit, to its updates in
+ *    order. strata_mf_interleave lays a chunk out as four runs of users
+ *    taken in turn, so four neighbours are nearly always four users, and
+ *    the next group is mostly the same four users.
+ *  - Every update is computed by the same lane code whether its group is
+ *    full or not: a group of fewer than four fills its empty lanes with an
+ *    update of error 0 on scratch tails that writes no row. A lane's result
+ *    never depends on its neighbours (reductions go through one fixed
+ *    transpose tree, and every other operation is lane-wise), so a group
+ *    and the same updates one by one round alike.
  *  - The AdaGrad accumulators need the squared norm of each gradient,
  *    |lx - ey|^2 = l^2|x|^2 - 2le<x,y> + e^2|y|^2: the sweep that takes
  *    <x,y> also takes |x|^2 and |y|^2, and a row write is two operations
  *    per vector, (1 - s l) x + (s e) y, instead of four.
- *  - The four step sizes of an update (factors and bias of both rows) take
- *    one vector square root and one vector division, not four of each: the
- *    divider is shared and slow.
- *  - Reductions go through one fixed transpose tree, so a value's sum does
- *    not depend on what it is reduced beside: a group and the same updates
- *    alone round alike.
- *  - No software prefetch: the hardware's prefetchers and out-of-order
- *    loads keep up with the rows (explicit prefetches measured slower).
+ *  - The eight step sizes of a group (factors and bias of both rows of
+ *    four updates) take one vector square root and one vector division:
+ *    the divider is shared and slow.
+ *  - A group's rows are written before the next group's are summed, in
+ *    program order, so a next group that shares a row with this one reads
+ *    it as an update after this one would. Measured slower and not used:
+ *    summing the next group's rows while this group's scalar part runs
+ *    (with or without pairs instead of quads), writing and summing in one
+ *    sweep, keeping the written user row in registers for the next sum, a
+ *    16-lane reduction tree, and software prefetch of later rows.
  */
 #ifndef STRATA_APPS_MF_KERNEL_IMPL_H
 #define STRATA_APPS_MF_KERNEL_IMPL_H
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #if defined(__AVX__)
@@ -51,22 +57,43 @@
 #include "strata/core.h"
 #include "strata/apps/mf.h"
 
+typedef float v4 __attribute__((vector_size(16)));
+typedef int32_t vi4 __attribute__((vector_size(16)));
 typedef float v8 __attribute__((vector_size(32)));
+/* Rows are 32-byte aligned (the stride is a multiple of 8 floats), so the
+ * 16-float vector may cross a cache line: it is declared 32-byte aligned,
+ * which makes the compiler use unaligned loads and stores for it. */
+typedef float v16 __attribute__((vector_size(64), aligned(32)));
 
 /* a * b + c. The file is built with -ffp-contract=off, so these are the only
  * places a fused multiply-add happens: the compiler may not contract the
- * same expression one way in the fused pair and another in a single update.
- * A macro, not a function: a 32-byte vector passed by value changes the
- * ABI between AVX and non-AVX builds (-Wpsabi). */
+ * same expression one way in a group and another in a single update.
+ * Macros, not functions: a vector passed by value changes the ABI between
+ * AVX and non-AVX builds (-Wpsabi). */
 #if defined(__FMA__)
+#define FMA4(a, b, c) ((v4)_mm_fmadd_ps((__m128)(a), (__m128)(b), (__m128)(c)))
 #define FMA8(a, b, c) ((v8)_mm256_fmadd_ps((__m256)(a), (__m256)(b), (__m256)(c)))
 #define FMAF(a, b, c) fmaf(a, b, c)
 #define FMAD(a, b, c) fma(a, b, c)
 #else
+#define FMA4(a, b, c) ((a) * (b) + (c))
 #define FMA8(a, b, c) ((a) * (b) + (c))
 #define FMAF(a, b, c) ((a) * (b) + (c))
 #define FMAD(a, b, c) ((a) * (b) + (c))
 #endif
+
+/* vw: the sweeps' vector, VW floats. */
+#if defined(__AVX512F__)
+#define VW 16
+typedef v16 vw;
+#define FMAW(a, b, c) ((v16)_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(c)))
+#else
+#define VW 8
+typedef v8 vw;
+#define FMAW FMA8
+#endif
+
+#define AI inline __attribute__((always_inline))
 
 /* Sums each of eight vectors: lane l of the result is the sum of a[l]'s
  * lanes, always as ((0+1)+(2+3))+((4+5)+(6+7)). By pointer, for -Wpsabi. */
@@ -87,12 +114,27 @@ static inline void hsum8(const v8 *a, v8 *out) {
          __builtin_shufflevector(u0, u1, 4, 5, 6, 7, 12, 13, 14, 15);
 }
 
+/* hsum8 of eight sweep vectors: a 16-float vector is first folded to 8,
+ * lane l plus lane l + 8. */
+static inline void hsumw(const vw *a, v8 *out) {
+#if VW == 16
+  v8 b[8];
+  for (int q = 0; q < 8; q++)
+    b[q] = (v8)_mm512_castps512_ps256((__m512)a[q]) +
+           (v8)_mm512_extractf32x8_ps((__m512)a[q], 1);
+  hsum8(b, out);
+#else
+  hsum8(a, out);
+#endif
+}
+
 static inline float hsum(const v8 *pv) {
   v8 a[8] = {*pv}, s;
   hsum8(a, &s);
   return s[0];
 }
 
+/* <a, b> over kpad floats (strata_mf_predict). */
 static inline float dot(const float *a, const float *b, int kpad) {
   const v8 *x = (const v8 *)a, *y = (const v8 *)b;
   v8 acc = {0};
@@ -101,152 +143,227 @@ static inline float dot(const float *a, const float *b, int kpad) {
 }
 
 /* c / sqrt(x), lane by lane, correctly rounded in every build. */
-static inline void div_sqrt8(float c, const v8 *x, v8 *out) {
-#if defined(__AVX__)
-  *out = c / (v8)_mm256_sqrt_ps((__m256)*x);
+static inline void div_sqrt16(float c, const v16 *x, v16 *out) {
+#if defined(__AVX512F__)
+  *out = c / (v16)_mm512_sqrt_ps((__m512)*x);
+#elif defined(__AVX__)
+  v8 lo = __builtin_shufflevector(*x, *x, 0, 1, 2, 3, 4, 5, 6, 7);
+  v8 hi = __builtin_shufflevector(*x, *x, 8, 9, 10, 11, 12, 13, 14, 15);
+  lo = c / (v8)_mm256_sqrt_ps((__m256)lo);
+  hi = c / (v8)_mm256_sqrt_ps((__m256)hi);
+  *out = __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
 #else
-  v8 r;
-  for (int l = 0; l < 8; l++) r[l] = sqrtf((*x)[l]);
+  v16 r;
+  for (int l = 0; l < 16; l++) r[l] = sqrtf((*x)[l]);
   *out = c / r;
 #endif
 }
 
-#define AI inline __attribute__((always_inline))
+/* Lane p of v in every lane of *out. */
+static AI void bcastw(v4 v, int p, vw *out) {
+#if VW == 16
+  *out = (vw)_mm512_permutexvar_ps(_mm512_set1_epi32(p), _mm512_castps128_ps512((__m128)v));
+#elif defined(__AVX2__)
+  *out = (vw)_mm256_permutevar8x32_ps(_mm256_castps128_ps256((__m128)v), _mm256_set1_epi32(p));
+#else
+  const vw z = {0};
+  *out = z + v[p];
+#endif
+}
 
-/* One or two updates on pairwise disjoint rows (n = 0: none). */
+enum { LANES = 4 };
+
+/* Up to four updates on pairwise disjoint rows, lanes 0..n-1. Row pointers
+ * are set for those lanes only; the tail pointers (bias and accumulators,
+ * row + kpad) of the empty lanes point at scratch tails, their rating is mu
+ * and their sums are 0, so their error is exactly 0. */
 typedef struct group {
-  float *w[2], *h[2];
-  float r[2];
+  float *w[LANES], *h[LANES];
+  float *tw[LANES], *th[LANES];
+  v4 r;
   int n;
 } group;
 
-/* The row writes of a group: x' = bw x + aw y, y' = bh y + ah x. */
+/* The row writes of lane p: x' = bw x + aw y, y' = bh y + ah x. */
 typedef struct coefs {
-  float aw[2], ah[2], bw[2], bh[2];
+  v4 aw, ah, bw, bh;
 } coefs;
 
-/* Vector i of the sums of the group's first NP updates: acc[3p] <x,y>,
- * acc[3p+1] |x|^2, acc[3p+2] |y|^2 (the norms only for AdaGrad). */
-static AI void acc_vec(const group *g, int i, v8 *acc, const int NP, const int ADA) {
-  for (int p = 0; p < NP; p++) {
-    v8 x = ((const v8 *)g->w[p])[i], y = ((const v8 *)g->h[p])[i];
-    acc[3 * p] = FMA8(x, y, acc[3 * p]);
-    if (ADA) {
-      acc[3 * p + 1] = FMA8(x, x, acc[3 * p + 1]);
-      acc[3 * p + 2] = FMA8(y, y, acc[3 * p + 2]);
-    }
+/* The group starting at e[j]; returns the index after it. */
+static AI size_t next_group(const strata_mf_entry *e, size_t n, size_t j, float *W, float *H,
+                            size_t stride, int kpad, float *scratch, float mu, group *g) {
+  int m = 0;
+  while (m < LANES && j + (size_t)m < n) {
+    const strata_mf_entry *x = &e[j + (size_t)m];
+    int ok = 1;
+    for (int q = 0; q < m; q++) ok &= (x->u != e[j + (size_t)q].u) & (x->i != e[j + (size_t)q].i);
+    if (!ok) break;
+    g->w[m] = W + x->u * stride;
+    g->h[m] = H + x->i * stride;
+    g->tw[m] = g->w[m] + kpad;
+    g->th[m] = g->h[m] + kpad;
+    g->r[m] = x->r;
+    m++;
   }
+  g->n = m;
+  for (int q = m; q < LANES; q++) {
+    g->tw[q] = scratch + 4 * q;
+    g->th[q] = scratch + 4 * (LANES + q);
+    g->r[q] = mu;
+  }
+  return j + (size_t)m;
 }
 
-static AI void upd_vec(const group *g, const coefs *c, int i, const int NP) {
-  for (int p = 0; p < NP; p++) {
-    v8 *x = (v8 *)g->w[p] + i, *y = (v8 *)g->h[p] + i;
-    const v8 zero = {0}, aw = zero + c->aw[p], ah = zero + c->ah[p];
-    v8 xv = *x, yv = *y;
-    v8 bx = c->bw[p] * xv, by = c->bh[p] * yv;
-    *x = FMA8(aw, yv, bx);
-    *y = FMA8(ah, xv, by);
-  }
-}
-
-/*
- * The scalar part of the group's NP updates, in order: prediction, error
- * (added to *sq), step sizes, the tail (bias and accumulators) written, and
- * the coefficients of the row writes.
- */
-static AI void scalars(const strata_mf_step *st, float inv_k, const group *g, const v8 *acc,
-                       coefs *c, double *sq, const int NP, const int ADA) {
-  const int kpad = st->kpad;
-  v8 sums;
-  hsum8(acc, &sums);
-  float err[2];
-  v8 gacc = {1, 1, 1, 1, 1, 1, 1, 1}, scale = {0};
-  for (int p = 0; p < NP; p++) {
-    float *bw = g->w[p] + kpad, *bh = g->h[p] + kpad;
-    float pred = st->mu + sums[3 * p];
-    if (st->bias) pred += bw[0] + bh[0];
-    err[p] = g->r[p] - pred;
-    *sq = FMAD((double)err[p], (double)err[p], *sq);
-    if (ADA) {
-      gacc[4 * p] = bw[1];
-      gacc[4 * p + 1] = bh[1];
-      gacc[4 * p + 2] = bw[2];
-      gacc[4 * p + 3] = bh[2];
-    }
-  }
-  if (ADA) div_sqrt8(st->lr, &gacc, &scale);
-  for (int p = 0; p < NP; p++) {
-    const float e = err[p], lam = st->lambda;
-    float *bw = g->w[p] + kpad, *bh = g->h[p] + kpad;
-    if (ADA) {
-      const float sw = scale[4 * p], sh = scale[4 * p + 1];
-      const float xy = sums[3 * p], xx = sums[3 * p + 1], yy = sums[3 * p + 2];
-      /* |gw|^2 and |gh|^2 from the three sums; rounding may leave a tiny
-       * negative where the gradient vanishes. */
-      const float cross = 2.0f * lam * e * xy, l2 = lam * lam, e2 = e * e;
-      float gw2 = FMAF(e2, yy, FMAF(l2, xx, -cross)) * inv_k;
-      float gh2 = FMAF(e2, xx, FMAF(l2, yy, -cross)) * inv_k;
-      c->bw[p] = FMAF(-sw, lam, 1.0f);
-      c->aw[p] = sw * e;
-      c->bh[p] = FMAF(-sh, lam, 1.0f);
-      c->ah[p] = sh * e;
-      bw[1] += gw2 > 0 ? gw2 : 0;
-      bh[1] += gh2 > 0 ? gh2 : 0;
-      if (st->bias) {
-        const float gu = FMAF(st->lambda_bias, bw[0], -e), gi = FMAF(st->lambda_bias, bh[0], -e);
-        bw[0] = FMAF(-scale[4 * p + 2], gu, bw[0]);
-        bh[0] = FMAF(-scale[4 * p + 3], gi, bh[0]);
-        bw[2] = FMAF(gu, gu, bw[2]);
-        bh[2] = FMAF(gi, gi, bh[2]);
+/* The sums of the group's lanes: acc[p] <x,y>, acc[4+p] |x|^2, acc[8+p]
+ * |y|^2 (the norms only for AdaGrad, else 0). nf whole sweep vectors, and
+ * with half an 8-float vector after them (16-float sweeps only), summed as
+ * a 16-float one with its upper lanes 0. */
+static AI void sums(int nf, int half, const group *b, vw *acc, const int ADA) {
+  for (int p = 0; p < LANES; p++) {
+    vw sxy = {0}, sxx = {0}, syy = {0};
+    if (p < b->n) {
+      const vw *x = (const vw *)b->w[p], *y = (const vw *)b->h[p];
+      for (int i = 0; i < nf; i++) {
+        vw xv = x[i], yv = y[i];
+        sxy = FMAW(xv, yv, sxy);
+        if (ADA) {
+          sxx = FMAW(xv, xv, sxx);
+          syy = FMAW(yv, yv, syy);
+        }
       }
-    } else {
-      c->bw[p] = c->bh[p] = FMAF(-st->lr, lam, 1.0f);
-      c->aw[p] = c->ah[p] = st->lr * e;
-      if (st->bias) {
-        bw[0] = FMAF(st->lr, FMAF(-st->lambda_bias, bw[0], e), bw[0]);
-        bh[0] = FMAF(st->lr, FMAF(-st->lambda_bias, bh[0], e), bh[0]);
+#if VW == 16
+      if (half) {
+        vw xv = (vw)_mm512_zextps256_ps512(*(const __m256 *)(x + nf));
+        vw yv = (vw)_mm512_zextps256_ps512(*(const __m256 *)(y + nf));
+        sxy = FMAW(xv, yv, sxy);
+        if (ADA) {
+          sxx = FMAW(xv, xv, sxx);
+          syy = FMAW(yv, yv, syy);
+        }
       }
+#else
+      (void)half;
+#endif
+    }
+    acc[p] = sxy;
+    acc[LANES + p] = sxx;
+    acc[2 * LANES + p] = syy;
+  }
+}
+
+static AI void writes(int nf, int half, const group *a, const coefs *c) {
+  for (int p = 0; p < LANES; p++) {
+    if (p >= a->n) break;
+    vw *x = (vw *)a->w[p], *y = (vw *)a->h[p];
+    vw aw, ah, bw, bh;
+    bcastw(c->aw, p, &aw);
+    bcastw(c->ah, p, &ah);
+    bcastw(c->bw, p, &bw);
+    bcastw(c->bh, p, &bh);
+    for (int i = 0; i < nf; i++) {
+      vw xv = x[i], yv = y[i];
+      x[i] = FMAW(aw, yv, bw * xv);
+      y[i] = FMAW(ah, xv, bh * yv);
+    }
+#if VW == 16
+    if (half) {
+      v8 *x8 = (v8 *)(x + nf), *y8 = (v8 *)(y + nf);
+      const v8 aw8 = (v8)_mm512_castps512_ps256((__m512)aw),
+               ah8 = (v8)_mm512_castps512_ps256((__m512)ah),
+               bw8 = (v8)_mm512_castps512_ps256((__m512)bw),
+               bh8 = (v8)_mm512_castps512_ps256((__m512)bh);
+      v8 xv = *x8, yv = *y8;
+      *x8 = FMA8(aw8, yv, bw8 * xv);
+      *y8 = FMA8(ah8, xv, bh8 * yv);
+    }
+#else
+    (void)half;
+#endif
+  }
+}
+
+static inline void transpose4(v4 *a) {
+  v4 t0 = __builtin_shufflevector(a[0], a[1], 0, 4, 1, 5);
+  v4 t1 = __builtin_shufflevector(a[0], a[1], 2, 6, 3, 7);
+  v4 t2 = __builtin_shufflevector(a[2], a[3], 0, 4, 1, 5);
+  v4 t3 = __builtin_shufflevector(a[2], a[3], 2, 6, 3, 7);
+  a[0] = __builtin_shufflevector(t0, t2, 0, 1, 4, 5);
+  a[1] = __builtin_shufflevector(t0, t2, 2, 3, 6, 7);
+  a[2] = __builtin_shufflevector(t1, t3, 0, 1, 4, 5);
+  a[3] = __builtin_shufflevector(t1, t3, 2, 3, 6, 7);
+}
+
+/* Everything of the group's updates but the row writes, lane by lane:
+ * prediction, error (added to *sq in entry order), step sizes, the tails
+ * (bias and accumulators) written, and the coefficients of the row writes. */
+static AI void scalars(const strata_mf_step *st, float inv_k, const group *g, const vw *acc,
+                       coefs *c, double *sq, const int ADA) {
+  const v4 z = {0};
+  v8 s0, s1 = {0};
+  hsumw(acc, &s0);
+  if (ADA) hsumw(acc + 2 * LANES, &s1); /* reads acc[8..15]: acc has 16 */
+  const v4 xy = __builtin_shufflevector(s0, s0, 0, 1, 2, 3);
+  const v4 xx = __builtin_shufflevector(s0, s0, 4, 5, 6, 7);
+  const v4 yy = __builtin_shufflevector(s1, s1, 0, 1, 2, 3);
+  /* tw[0] the users' biases, tw[1] their factor accumulators, tw[2] their
+   * bias accumulators, tw[3] the zero lane; th the same of the items. */
+  v4 tw[LANES], th[LANES];
+  for (int p = 0; p < LANES; p++) {
+    tw[p] = *(const v4 *)g->tw[p];
+    th[p] = *(const v4 *)g->th[p];
+  }
+  transpose4(tw);
+  transpose4(th);
+  v4 pred = st->mu + xy;
+  if (st->bias) pred += tw[0] + th[0];
+  const v4 e = g->r - pred;
+  for (int p = 0; p < LANES; p++) *sq = FMAD((double)e[p], (double)e[p], *sq);
+  const float lam = st->lambda;
+  if (ADA) {
+    v16 gacc = __builtin_shufflevector(
+        __builtin_shufflevector(tw[1], th[1], 0, 1, 2, 3, 4, 5, 6, 7),
+        __builtin_shufflevector(tw[2], th[2], 0, 1, 2, 3, 4, 5, 6, 7), 0, 1, 2, 3, 4, 5, 6, 7,
+        8, 9, 10, 11, 12, 13, 14, 15);
+    v16 scale;
+    div_sqrt16(st->lr, &gacc, &scale);
+    const v4 sw = __builtin_shufflevector(scale, scale, 0, 1, 2, 3);
+    const v4 sh = __builtin_shufflevector(scale, scale, 4, 5, 6, 7);
+    const v4 sbw = __builtin_shufflevector(scale, scale, 8, 9, 10, 11);
+    const v4 sbh = __builtin_shufflevector(scale, scale, 12, 13, 14, 15);
+    /* |gw|^2 and |gh|^2 from the three sums; rounding may leave a tiny
+     * negative where the gradient vanishes, which adds 0. */
+    const v4 cross = 2.0f * lam * e * xy, l2 = z + lam * lam, e2 = e * e;
+    v4 gw2 = FMA4(e2, yy, FMA4(l2, xx, -cross)) * inv_k;
+    v4 gh2 = FMA4(e2, xx, FMA4(l2, yy, -cross)) * inv_k;
+    c->bw = FMA4(-sw, z + lam, z + 1.0f);
+    c->aw = sw * e;
+    c->bh = FMA4(-sh, z + lam, z + 1.0f);
+    c->ah = sh * e;
+    tw[1] += (v4)((vi4)gw2 & (gw2 > z));
+    th[1] += (v4)((vi4)gh2 & (gh2 > z));
+    if (st->bias) {
+      const v4 lb = z + st->lambda_bias;
+      const v4 gu = FMA4(lb, tw[0], -e), gi = FMA4(lb, th[0], -e);
+      tw[0] = FMA4(-sbw, gu, tw[0]);
+      th[0] = FMA4(-sbh, gi, th[0]);
+      tw[2] = FMA4(gu, gu, tw[2]);
+      th[2] = FMA4(gi, gi, th[2]);
+    }
+  } else {
+    c->bw = c->bh = z + FMAF(-st->lr, lam, 1.0f);
+    c->aw = c->ah = st->lr * e;
+    if (st->bias) {
+      const v4 lr = z + st->lr, lb = z + st->lambda_bias;
+      tw[0] = FMA4(lr, FMA4(-lb, tw[0], e), tw[0]);
+      th[0] = FMA4(lr, FMA4(-lb, th[0], e), th[0]);
     }
   }
-}
-
-/*
- * Writes g0's rows and takes g1's sums in the same sweep. Vector i of a
- * g1 row is read after g0 wrote its vector i, and g1's tails only after
- * the sweep, so g1 sees exactly what it would after all of g0, whichever
- * rows the two share. When they share none, g1's sums need not wait for
- * g0's step sizes at all, and the processor overlaps the two.
- */
-static AI void write_then_sum(int nv, const group *g0, const coefs *c, const group *g1, v8 *out,
-                              const int NP0, const int NP1, const int ADA) {
-  /* Local copies of what the sweep reads, so that they live in registers
-   * rather than behind pointers the row stores might alias. */
-  v8 acc[6] = {{0}};
-  const group a = *g0, b = *g1;
-  const coefs k = *c;
-  for (int i = 0; i < nv; i++) {
-    upd_vec(&a, &k, i, NP0);
-    acc_vec(&b, i, acc, NP1, ADA);
+  transpose4(tw);
+  transpose4(th);
+  for (int p = 0; p < LANES; p++) {
+    *(v4 *)g->tw[p] = tw[p];
+    *(v4 *)g->th[p] = th[p];
   }
-  for (int q = 0; q < 6; q++) out[q] = acc[q];
-}
-
-/* The group starting at e[j]: two entries when their rows are disjoint. */
-static inline size_t next_group(const strata_mf_entry *e, size_t n, size_t j, float *W, float *H,
-                                size_t stride, group *g) {
-  g->n = 0;
-  if (j >= n) return j;
-  g->w[0] = W + e[j].u * stride;
-  g->h[0] = H + e[j].i * stride;
-  g->r[0] = e[j].r;
-  g->n = 1;
-  if (j + 1 < n && e[j + 1].u != e[j].u && e[j + 1].i != e[j].i) {
-    g->w[1] = W + e[j + 1].u * stride;
-    g->h[1] = H + e[j + 1].i * stride;
-    g->r[1] = e[j + 1].r;
-    g->n = 2;
-  }
-  return j + (size_t)g->n;
 }
 
 /* ADA: AdaGrad; NV: the number of 8-float vectors in a row's factors, or 0
@@ -255,30 +372,27 @@ static AI double sgd_run(const strata_mf_step *st, const strata_mf_entry *e, siz
                          float *H, const int ADA, const int NV) {
   const size_t stride = (size_t)st->stride;
   const int nv = NV ? NV : st->kpad / 8;
+  const int nf = nv / (VW / 8), half = nv % (VW / 8);
   const float inv_k = 1.0f / (float)st->k;
-  double sq = 0;
-  group g0 = {{0}, {0}, {0}, 0}, g1 = g0;
-  v8 acc0[8] = {{0}}, acc1[8] = {{0}};
-  size_t j = next_group(e, n, 0, W, H, stride, &g0);
-  for (int i = 0; i < nv; i++) {
-    if (g0.n == 2) acc_vec(&g0, i, acc0, 2, ADA);
-    else if (g0.n == 1) acc_vec(&g0, i, acc0, 1, ADA);
+  /* Scratch tails of the empty lanes, users' then items': bias 0,
+   * accumulators 1. An empty lane's error is 0, so they never change. */
+  float scratch[2 * LANES * 4] __attribute__((aligned(16)));
+  for (int q = 0; q < 2 * LANES; q++) {
+    scratch[4 * q] = scratch[4 * q + 3] = 0;
+    scratch[4 * q + 1] = scratch[4 * q + 2] = 1;
   }
-  while (g0.n) {
-    coefs c = {{0}, {0}, {0}, {0}};
-    if (g0.n == 2) scalars(st, inv_k, &g0, acc0, &c, &sq, 2, ADA);
-    else scalars(st, inv_k, &g0, acc0, &c, &sq, 1, ADA);
-    j = next_group(e, n, j, W, H, stride, &g1);
-    switch (g0.n * 3 + g1.n) {
-      case 8: write_then_sum(nv, &g0, &c, &g1, acc1, 2, 2, ADA); break;
-      case 7: write_then_sum(nv, &g0, &c, &g1, acc1, 2, 1, ADA); break;
-      case 6: write_then_sum(nv, &g0, &c, &g1, acc1, 2, 0, ADA); break;
-      case 5: write_then_sum(nv, &g0, &c, &g1, acc1, 1, 2, ADA); break;
-      case 4: write_then_sum(nv, &g0, &c, &g1, acc1, 1, 1, ADA); break;
-      default: write_then_sum(nv, &g0, &c, &g1, acc1, 1, 0, ADA); break;
-    }
-    g0 = g1;
-    for (int q = 0; q < 6; q++) acc0[q] = acc1[q];
+  double sq = 0;
+  group g;
+  vw acc[4 * LANES];
+  memset(acc, 0, sizeof acc);
+  size_t j = next_group(e, n, 0, W, H, stride, st->kpad, scratch, st->mu, &g);
+  sums(nf, half, &g, acc, ADA);
+  while (g.n) {
+    coefs c;
+    scalars(st, inv_k, &g, acc, &c, &sq, ADA);
+    writes(nf, half, &g, &c);
+    j = next_group(e, n, j, W, H, stride, st->kpad, scratch, st->mu, &g);
+    sums(nf, half, &g, acc, ADA);
   }
   return sq;
 }
@@ -290,8 +404,8 @@ double STRATA__MF_SGD_NAME(const strata_mf_step *st, const strata_mf_entry *e, s
                            float *H) {
   if (!st->adagrad) return sgd_run(st, e, n, W, H, 0, 0);
   /* With the vector count a constant the sweeps unroll and the groups'
-   * arrays stay in registers: 10-15% at k = 32 and 100. The common ranks
-   * (16, 32, 64, 100, 128) get their own copy; the others share one. */
+   * arrays stay in registers. The common ranks (16, 32, 64, 100, 128) get
+   * their own copy; the others share one. */
   switch (st->kpad / 8) {
     case 2: return sgd_run(st, e, n, W, H, 1, 2);
     case 4: return sgd_run(st, e, n, W, H, 1, 4);
