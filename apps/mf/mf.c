@@ -181,14 +181,44 @@ static int shuffle_local(uint32_t n, int B, uint64_t seed, const uint32_t *block
   return rc;
 }
 
+/* Sorts in[0..n) by key(e) = chunk[e.i] * nu + e.u into out, stably (equal
+ * keys keep their order in in), with tmp as room: a radix sort of
+ * ceil(bits / 11) passes of at most 11 bits each. One counting sort over all
+ * keys (depth x users of them) would write every entry to a different cache
+ * line of the block; a pass here writes to at most 2048 places at once.
+ * cnt has room for 2049 counts. */
+static void sort_entries(const strata_mf_entry *in, strata_mf_entry *tmp, strata_mf_entry *out,
+                         uint32_t n, const uint32_t *chunk, uint32_t nu, uint64_t nkeys,
+                         uint32_t *cnt) {
+  int bits = 0;
+  while (bits < 64 && (nkeys - 1) >> bits) bits++;
+  int passes = (bits + 10) / 11;
+  if (passes == 0) passes = 1;
+  const int w = (bits + passes - 1) / passes;
+  const uint64_t mask = ((uint64_t)1 << w) - 1;
+  strata_mf_entry *bufs[2] = {out, tmp};
+  const strata_mf_entry *src = in;
+  for (int p = 0; p < passes; p++) {
+    strata_mf_entry *dst = bufs[(passes - 1 - p) % 2];
+    const int shift = p * w;
+    memset(cnt, 0, (mask + 2) * sizeof *cnt);
+    for (uint32_t x = 0; x < n; x++)
+      cnt[((((uint64_t)chunk[src[x].i] * nu + src[x].u) >> shift) & mask) + 1]++;
+    for (uint64_t q = 0; q <= mask; q++) cnt[q + 1] += cnt[q];
+    for (uint32_t x = 0; x < n; x++)
+      dst[cnt[(((uint64_t)chunk[src[x].i] * nu + src[x].u) >> shift) & mask]++] = src[x];
+    src = dst;
+  }
+}
+
 static int build_data_blocks(const strata_ratings *train, const mf_priv *pv, int B, int depth,
                              const uint32_t *usz, const uint32_t *isz, strata_problem *prob) {
   size_t nd = (size_t)B * (size_t)B;
   uint32_t *count = strata_calloc(nd, sizeof *count);
   uint32_t *start = strata_calloc(nd + 1, sizeof *start);
   uint32_t *order = strata_malloc(train->n * sizeof *order);
-  uint32_t *keycnt = NULL;
-  strata_mf_entry *scratch = NULL;
+  uint32_t *chunk = NULL, *cnt = NULL;
+  strata_mf_entry *in = NULL, *tmp = NULL;
   int rc = 0;
   if (!count || !start || !order) goto oom;
   /* Bucket ratings by data block, keeping file order inside a bucket. */
@@ -203,12 +233,14 @@ static int build_data_blocks(const strata_ratings *train, const mf_priv *pv, int
     size_t d = pv->ublock[r->user] * (uint32_t)B + pv->iblock[r->item];
     order[start[d] + count[d]++] = (uint32_t)j;
   }
-  uint32_t max_u = 0, max_n = 0;
-  for (int b = 0; b < B; b++) max_u = usz[b] > max_u ? usz[b] : max_u;
+  uint32_t max_i = 0, max_n = 0;
+  for (int b = 0; b < B; b++) max_i = isz[b] > max_i ? isz[b] : max_i;
   for (size_t d = 0; d < nd; d++) max_n = count[d] > max_n ? count[d] : max_n;
-  keycnt = strata_malloc(((size_t)depth * max_u + 1) * sizeof *keycnt);
-  scratch = strata_malloc(((size_t)max_n + 1) * sizeof *scratch);
-  if (!keycnt || !scratch) goto oom;
+  chunk = strata_malloc(((size_t)max_i + 1) * sizeof *chunk);
+  cnt = strata_malloc(2049 * sizeof *cnt);
+  in = strata_malloc(((size_t)max_n + 1) * sizeof *in);
+  tmp = strata_malloc(((size_t)max_n + 1) * sizeof *tmp);
+  if (!chunk || !cnt || !in || !tmp) goto oom;
   size_t eoff = data_entries_offset(depth);
   for (int bi = 0; bi < B; bi++)
     for (int bj = 0; bj < B; bj++) {
@@ -224,31 +256,25 @@ static int build_data_blocks(const strata_ratings *train, const mf_priv *pv, int
       h->depth = (uint32_t)depth;
       uint32_t *off = (uint32_t *)(h + 1);
       strata_mf_entry *ent = (strata_mf_entry *)((char *)blk->buf + eoff);
-      /* Counting sort on (chunk, local user). */
-      size_t nkeys = (size_t)depth * nu;
-      memset(keycnt, 0, (nkeys + 1) * sizeof *keycnt);
+      /* The pipeline chunk of each item row: chunks are equal slices of the
+       * rows. Then the block's entries in file order, counted by chunk. */
+      for (uint32_t il = 0; il < nrows; il++)
+        chunk[il] = (uint32_t)(((uint64_t)(il + 1) * (uint64_t)depth - 1) / nrows);
+      memset(off, 0, ((size_t)depth + 1) * sizeof *off);
       for (uint32_t x = 0; x < n; x++) {
         const strata_rating *r = &train->r[order[start[d] + x]];
-        uint32_t il = pv->ilocal[r->item];
-        uint32_t c = (uint32_t)(((uint64_t)(il + 1) * (uint64_t)depth - 1) / nrows);
-        keycnt[(size_t)c * nu + pv->ulocal[r->user] + 1]++;
+        in[x] = (strata_mf_entry){.u = pv->ulocal[r->user], .i = pv->ilocal[r->item],
+                                  .r = r->value};
+        off[chunk[in[x].i] + 1]++;
       }
-      for (size_t q = 0; q < nkeys; q++) keycnt[q + 1] += keycnt[q];
-      for (int c = 0; c <= depth; c++) off[c] = keycnt[(size_t)c * nu];
-      for (uint32_t x = 0; x < n; x++) {
-        const strata_rating *r = &train->r[order[start[d] + x]];
-        uint32_t il = pv->ilocal[r->item], ul = pv->ulocal[r->user];
-        uint32_t c = (uint32_t)(((uint64_t)(il + 1) * (uint64_t)depth - 1) / nrows);
-        strata_mf_entry *e = &ent[keycnt[(size_t)c * nu + ul]++];
-        e->u = ul;
-        e->i = il;
-        e->r = r->value;
-      }
+      for (int c = 0; c < depth; c++) off[c + 1] += off[c];
+      /* Sorted on (chunk, local user). */
+      sort_entries(in, tmp, ent, n, chunk, nu, (uint64_t)depth * nu, cnt);
       /* Users ascend inside a chunk; the kernel wants neighbours apart. */
       for (int c = 0; c < depth; c++) {
         size_t m = off[c + 1] - off[c];
-        memcpy(scratch, ent + off[c], m * sizeof *scratch);
-        strata_mf_interleave(scratch, m, ent + off[c]);
+        memcpy(in, ent + off[c], m * sizeof *in);
+        strata_mf_interleave(in, m, ent + off[c]);
       }
     }
   goto done;
@@ -258,8 +284,10 @@ done:
   strata_free(count);
   strata_free(start);
   strata_free(order);
-  strata_free(keycnt);
-  strata_free(scratch);
+  strata_free(chunk);
+  strata_free(cnt);
+  strata_free(in);
+  strata_free(tmp);
   return rc;
 }
 
