@@ -61,7 +61,7 @@
 #define PROG "mf_kernel"
 
 typedef struct bench_opts {
-  const char *data, *format, *update, *order, *test;
+  const char *data, *format, *update, *order, *test, *isa;
   int rank, passes, warmup, depth;
   double lr, lambda, lambda_bias, init_scale;
   strata_opt_double lr_decay;
@@ -97,6 +97,10 @@ static const strata_option bench_options[] = {
      "initial factors ~ N(0, S^2/k)", NULL},
     {"order", 0, STRATA_OPT_CHOICE, O(order), "engine", "ORDER", 0, 0, "engine|shuffle",
      "engine: the serial engine's layout and order; shuffle: one seeded random permutation", NULL},
+    {"isa", 0, STRATA_OPT_CHOICE, O(isa), "auto", "ISA", 0, 0, "auto|base|x86-64-v3|x86-64-v4",
+     "the copy of the kernel to run: auto (strata_mf_sgd's choice), or, in a portable x86-64 "
+     "build, the one compiled for the build's own target, for x86-64-v3 (AVX2) or x86-64-v4 "
+     "(AVX-512); the CPU must run it", NULL},
     {"depth", 0, STRATA_OPT_INT, O(depth), "8", "C", 1, 1024, NULL,
      "with --order engine: item chunks, as the engine's --depth", NULL},
     {"seed", 's', STRATA_OPT_U64, O(seed), "1", "X", 0, 0, NULL,
@@ -112,6 +116,38 @@ static void usage(FILE *f, const strata_optgroup *g) {
              "  " PROG "\n"
              "  " PROG " --data synth:users=71567,items=10681,ratings=10000054 --passes 6\n"
              "  " PROG " --data ../shared/data/movielens-100k/ua.base --rank 100 --order shuffle\n");
+}
+
+typedef double (*sgd_fn)(const strata_mf_step *, const strata_mf_entry *, size_t, float *,
+                         float *);
+
+/* The kernel's copies (apps/mf/kernel.c): the build's own, and in portable
+ * x86-64 builds those for x86-64-v3 and -v4. */
+double strata__mf_sgd_base(const strata_mf_step *st, const strata_mf_entry *e, size_t n, float *W,
+                           float *H);
+#if defined(STRATA_MF_DISPATCH)
+double strata__mf_sgd_x86v3(const strata_mf_step *st, const strata_mf_entry *e, size_t n, float *W,
+                            float *H);
+double strata__mf_sgd_x86v4(const strata_mf_step *st, const strata_mf_entry *e, size_t n, float *W,
+                            float *H);
+#endif
+
+/* The copy --isa names, or NULL (with the error set) when this build or CPU
+ * has none such. */
+static sgd_fn pick_isa(const char *isa) {
+  if (!strcmp(isa, "auto")) return strata_mf_sgd;
+  if (!strcmp(isa, "base")) return strata__mf_sgd_base;
+#if defined(STRATA_MF_DISPATCH)
+  if (!strcmp(isa, "x86-64-v3") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return strata__mf_sgd_x86v3;
+  if (!strcmp(isa, "x86-64-v4") && __builtin_cpu_supports("avx512f") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512dq"))
+    return strata__mf_sgd_x86v4;
+#endif
+  strata_err_set(STRATA_EUSAGE, "--isa %s: no such copy of the kernel in this build on this CPU "
+                                "(only portable x86-64 builds have x86-64-v3 and -v4)", isa);
+  return NULL;
 }
 
 /* Reads or generates the ratings, as the mf app's read_data does. */
@@ -250,6 +286,11 @@ int main(int argc, char **argv) {
   float *W = NULL, *H = NULL;
   double *secs = NULL, *cpu = NULL;
 
+  const sgd_fn sgd = pick_isa(o.isa);
+  if (!sgd) {
+    fprintf(stderr, PROG ": %s\n", strata_err_msg());
+    return 2;
+  }
   double t0 = strata_now();
   if ((rc = load(&o, &rs))) {
     fprintf(stderr, PROG ": %s\n", strata_err_msg());
@@ -320,7 +361,7 @@ int main(int argc, char **argv) {
   for (int p = 0; p < o.passes; p++) {
     st.lr = (float)(o.lr / (1.0 + decay * (double)p));
     double p0 = strata_now(), c0 = strata_cpu_seconds();
-    double sse = strata_mf_sgd(&st, ent, n, W, H);
+    double sse = sgd(&st, ent, n, W, H);
     secs[p] = strata_now() - p0;
     cpu[p] = strata_cpu_seconds() - c0;
     rmse = sqrt(sse / (double)n);
@@ -349,6 +390,7 @@ int main(int argc, char **argv) {
   strata_json_number(&j, "init_scale", o.init_scale);
   strata_json_bool(&j, "bias", 1);
   strata_json_string(&j, "order", o.order);
+  strata_json_string(&j, "isa", o.isa);
   strata_json_int(&j, "depth", o.depth);
   strata_json_int(&j, "seed", (int64_t)o.seed);
   strata_json_int(&j, "ratings", (int64_t)n);
