@@ -77,7 +77,7 @@ import json, os, re, statistics, subprocess, sys, time
 
 build, libmf, data, out, R, P, commit, flags, port = sys.argv[1:10]
 R, P = int(R), int(P)
-tr, te = f"{data}/s10m.tr", f"{data}/s10m.te"
+tr, te = os.path.realpath(f"{data}/s10m.tr"), os.path.realpath(f"{data}/s10m.te")
 strata, kernel = f"{build}/strata", f"{build}/bench/mf_kernel"
 work = os.path.dirname(libmf)
 med = statistics.median
@@ -232,7 +232,8 @@ strata_runs = ", ".join(f(t, "{:.2f}") + (" (%d passes)" % p if p else "") for t
 md = [f"CPU: {cpu}. LIBMF {commit[:12]} built with `{flags}`; strata {summary['strata_git']} "
       f"({summary['strata_flags']}). Data: {tr} ({n_train} training ratings), k = {K}, "
       f"{R} rounds interleaved, medians; load average {med([x['loadavg'] for x in ttq['libmf']]):.1f} "
-      "during the runs.", "",
+      "during the runs. CPU seconds leave out the time a process waited for a core; on a "
+      "loaded machine the wall columns measure the load as much as the programs.", "",
       "| one core | ns per update, CPU | ns per update, wall | M updates/s, CPU | x LIBMF (CPU) | x LIBMF (wall) |",
       "|---|---|---|---|---|---|"]
 labels = [("kernel", "strata kernel alone (bench/mf_kernel)"),

@@ -32,16 +32,15 @@
  *    |lx - ey|^2 = l^2|x|^2 - 2le<x,y> + e^2|y|^2: the sweep that takes
  *    <x,y> also takes |x|^2 and |y|^2, and a row write is two operations
  *    per vector, (1 - s l) x + (s e) y, instead of four.
- *  - The eight step sizes of a group (factors and bias of both rows of
- *    four updates) take one vector square root and one vector division:
- *    the divider is shared and slow.
+ *  - The sixteen step sizes of a group (factors and bias of both rows of
+ *    four updates) take one 16-float square root and one division: the
+ *    divider is shared and slow.
  *  - A group's rows are written before the next group's are summed, in
  *    program order, so a next group that shares a row with this one reads
- *    it as an update after this one would. Measured slower and not used:
- *    summing the next group's rows while this group's scalar part runs
- *    (with or without pairs instead of quads), writing and summing in one
- *    sweep, keeping the written user row in registers for the next sum, a
- *    16-lane reduction tree, and software prefetch of later rows.
+ *    it as an update after this one would. docs/architecture.md lists what
+ *    else was measured and found slower or no faster (the next group's sums
+ *    during this group's scalar part, one sweep for writes and sums, the
+ *    written row kept in registers, software prefetch, ...).
  */
 #ifndef STRATA_APPS_MF_KERNEL_IMPL_H
 #define STRATA_APPS_MF_KERNEL_IMPL_H

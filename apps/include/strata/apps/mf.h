@@ -83,9 +83,10 @@ static inline int strata_mf_kpad(int k) { return (k + 7) / 8 * 8; }
 /*
  * Runs SGD over n entries in order, updating rows of W (users) and H (items)
  * in place. Returns the sum of squared errors measured before each update.
- * Neighbouring entries with a different user and a different item are
- * computed together, with the same result as one after the other; the order
- * of strata_mf_interleave makes most neighbours so.
+ * Up to four neighbouring entries on pairwise disjoint rows (no user and no
+ * item twice) are computed together, with the same result, bit for bit, as
+ * one after the other; the order of strata_mf_interleave makes most runs of
+ * four neighbours so.
  */
 STRATA_EXPORT double strata_mf_sgd(const strata_mf_step *st, const strata_mf_entry *e, size_t n,
                                    float *W, float *H);
