@@ -14,6 +14,7 @@
 #endif
 
 #include "cli/driver.h"
+#include "comm/transport.h"
 #include "strata/core.h"
 #include "strata/options.h"
 #include "strata/transport.h"
@@ -446,7 +447,8 @@ out:
   strata_run_result_close(&result);
   strata_free(settings);
   strata_free(cfg);
-  strata_comm_finalize(&t);
+  fflush(NULL);
+  strata__comm_finalize(&t, exit_code(rc));
   return exit_code(rc);
 }
 

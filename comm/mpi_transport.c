@@ -3,11 +3,15 @@
  */
 #include <limits.h>
 #include <mpi.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "comm/live.h"
+#include "comm/transport.h"
 #include "strata/core.h"
 #include "strata/transport.h"
 
@@ -214,6 +218,42 @@ int strata_comm_init(int *argc, char ***argv, strata_transport *t) {
 void strata_comm_finalize(strata_transport *t) {
   (void)t;
   MPI_Finalize();
+}
+
+/* Open MPI 4.1 may fault inside MPI_Finalize, on its own progress thread
+ * (like open-mpi/ompi#10117): orte_finalize closes the PMIx framework,
+ * which unloads mca_pmix_ext3x.so, while a PMIx callback that component
+ * shifted onto Open MPI's event thread is still queued; joining that thread
+ * runs the callback, in code no longer mapped ("Address not mapped"). A
+ * program of MPI_Init, MPI_Finalize and nothing else did it in one or two
+ * runs of a hundred on a loaded machine (docs/failure.md). By then the
+ * job's messages are all through, so such a fault ends the rank with the
+ * code it was about to exit with. */
+static pid_t g_final_tid;
+static int g_final_code;
+static struct sigaction g_old_segv, g_old_bus;
+
+static void on_final_fault(int sig, siginfo_t *si, void *uc) {
+  (void)uc;
+  if ((pid_t)syscall(SYS_gettid) != g_final_tid) _exit(g_final_code);
+  /* The finalising thread's own fault is a real one: the handler before
+   * (Open MPI's, a sanitizer's, the default) takes it as it happens again. */
+  sigaction(sig, sig == SIGSEGV ? &g_old_segv : &g_old_bus, NULL);
+  if (si->si_code <= 0) raise(sig); /* sent, not caused: it would not recur */
+}
+
+void strata__comm_finalize(strata_transport *t, int code) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_final_fault;
+  sa.sa_flags = SA_SIGINFO;
+  sigemptyset(&sa.sa_mask);
+  g_final_tid = (pid_t)syscall(SYS_gettid);
+  g_final_code = code;
+  int segv = sigaction(SIGSEGV, &sa, &g_old_segv) == 0, bus = sigaction(SIGBUS, &sa, &g_old_bus) == 0;
+  strata_comm_finalize(t);
+  if (segv) sigaction(SIGSEGV, &g_old_segv, NULL);
+  if (bus) sigaction(SIGBUS, &g_old_bus, NULL);
 }
 
 void strata_comm_abort(strata_transport *t, int code) {
