@@ -879,6 +879,8 @@ int strata__live_start(strata_transport *t, int tag, const strata__live_conf *co
   return rc;
 }
 
+int strata__live_watching(void) { return g_live != NULL; }
+
 static void end_watch(int how) {
   live *l = g_live;
   if (!l) return;

@@ -115,11 +115,13 @@ int strata__live_check_address(const char *addr);
  * goes on unwatched), or the transport's error.
  */
 int strata__live_start(strata_transport *t, int tag, const strata__live_conf *conf);
+/* Whether a watch runs (started, not yet stopped or abandoned). */
+int strata__live_watching(void);
 /* Ends the watch on purpose: the others hear BYE, so the close that
  * follows is no loss. A no-op without a watch. */
 void strata__live_stop(void);
 /* Ends the watch and tells the others to end too (LOST, quietly): this
- * rank is about to end the job itself (MPI_Abort). */
+ * rank is about to end itself (strata_comm_abort). */
 void strata__live_abandon(void);
 
 /* The pass the computing thread is in (0-based), for the heartbeats. */

@@ -258,8 +258,13 @@ void strata__comm_finalize(strata_transport *t, int code) {
 
 void strata_comm_abort(strata_transport *t, int code) {
   (void)t;
-  /* The ranks this one watches end on their own, quietly, rather than be
-   * killed by mpirun. */
-  strata__live_abandon();
+  /* With a liveness watch, the ranks it keeps end on their own, quietly
+   * (LOST), and so does every rank they keep: the job ends as after a lost
+   * rank, each process by _exit. MPI_Abort then would race mpirun tearing
+   * the job down over those exits, and was seen to hang there for good. */
+  if (strata__live_watching()) {
+    strata__live_abandon();
+    _exit(code);
+  }
   MPI_Abort(MPI_COMM_WORLD, code);
 }

@@ -77,7 +77,7 @@
  * Rank 0 gives up on a worker that has not answered after
  * STRATA__CALL_OFF_S, a worker on a verdict after STRATA__VERDICT_S; only
  * then (or on a signal, or when rank 0 cannot reach the workers) does the
- * job end with MPI_Abort. Rank 0 listens until every worker's TAG_DONE is
+ * job end at once (strata_comm_abort: every rank by its liveness watch). Rank 0 listens until every worker's TAG_DONE is
  * in, and a worker can fail only before it sends that, so a report always
  * finds rank 0 listening (a verdict of 0 after a report would mean it did
  * not: the worker then keeps its own message and code).
@@ -195,7 +195,7 @@ typedef struct fail_report {
 
 /* Seconds rank 0 waits for every worker's answer to TAG_ABORT, and a worker
  * that stopped for the verdict (TAG_FINAL), before giving up (then the job
- * ends with MPI_Abort). A worker notices the notice at its next wait; one
+ * ends at once: strata_comm_abort). A worker notices the notice at its next wait; one
  * deep in a long compute or a straggler's delay answers late. */
 #define STRATA__CALL_OFF_S 10.0
 #define STRATA__VERDICT_S (STRATA__CALL_OFF_S + 10.0)

@@ -14,7 +14,7 @@
  * run off on every rank (strata/engine.h), and the job ends without
  * MPI_Abort. Only when that cannot be done (a signal to rank 0, a worker that
  * does not stop within seconds, ranks that cannot reach each other) is the
- * job ended with MPI_Abort.
+ * job ended at once, every rank by the engine's liveness watch.
  *
  * It calls MPI_Init and MPI_Finalize itself (through the transport): call it
  * from main() and return what it returns, with no MPI calls around it.

@@ -66,8 +66,11 @@ typedef struct strata_transport {
 STRATA_EXPORT int strata_comm_init(int *argc, char ***argv, strata_transport *t);
 /* Finalises MPI. Every rank must call it for a clean exit. */
 STRATA_EXPORT void strata_comm_finalize(strata_transport *t);
-/* Ends the whole job at once (MPI_Abort): the last resort when a failure
- * could not be ended on every rank (strata_run_result.peers_blocked). */
+/* Ends the whole job at once: the last resort when a failure could not be
+ * ended on every rank (strata_run_result.peers_blocked). With the engine's
+ * liveness watch running (during strata_engine_run), every rank it keeps
+ * ends by itself (exit code 1) and this process exits with `code`;
+ * otherwise MPI_Abort. Does not return. */
 STRATA_EXPORT void strata_comm_abort(strata_transport *t, int code);
 
 /* Spins on test until the request completes (critical-path waits). */
