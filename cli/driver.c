@@ -14,7 +14,9 @@
 #endif
 
 #include "cli/driver.h"
+#include "comm/live.h"
 #include "comm/transport.h"
+#include "core/interrupt.h"
 #include "strata/core.h"
 #include "strata/options.h"
 #include "strata/transport.h"
@@ -257,9 +259,9 @@ static const char *own_text(const strata__driver *d, const strata_app *app, cons
   return msg;
 }
 
-/* A lost rank (strata_engine_opts.on_lost, from the engine's watch
- * thread): the one rank that reports prints the message; the engine then
- * ends the process with exit code 1. */
+/* A lost rank or an interrupt (strata_engine_opts.on_lost, from the
+ * engine's watch thread): the one rank that reports prints the message;
+ * the engine then ends the process with exit code 1, or 128 + the signal. */
 static void print_lost(void *ud, const char *msg, int report) {
   const strata__driver *d = ud;
   if (report) fprintf(stderr, "%s: %s\n", d->prog, msg);
@@ -330,6 +332,13 @@ int strata__driver_main(const strata_app *app, const strata__driver *d, int argc
                         int full_argc, char **full_argv) {
   t_start = strata_now();
   keep_freed_memory();
+  /* Before MPI starts threads: SIGINT and SIGTERM are noted from now on,
+   * and the engine's watch ends the run on every rank with one line
+   * (core/interrupt.h). */
+  if (strata__interrupt_catch()) {
+    fprintf(stderr, "%s: %s\n", d->prog, strata_err_msg());
+    return 1;
+  }
   strata_transport t;
   int rc = strata_comm_init(&full_argc, &full_argv, &t);
   if (rc) {
@@ -424,7 +433,9 @@ int strata__driver_main(const strata_app *app, const strata__driver *d, int argc
    * workers the code with an empty message). Otherwise everyone leaves
    * with rank 0's verdict once the workers are through. */
   blocked = result.peers_blocked;
-  if (!serial && ((t.rank == 0 && result.workers_done) || (t.rank > 0 && rc == 0))) {
+  if (serial) {
+    rc = strata_engine_finish(NULL, rc);
+  } else if ((t.rank == 0 && result.workers_done) || (t.rank > 0 && rc == 0)) {
     if (t.rank == 0 && rc) fprintf(stderr, "%s: %s\n", d->prog, own_text(d, app, strata_err_msg()));
     int final = strata_engine_finish(&t, rc);
     /* The verdict did not travel (a worker's own message says why). */
@@ -443,6 +454,11 @@ out:
     strata_comm_abort(&t, exit_code(rc));
   }
   fflush(NULL);
+  /* The run is over: no watch thread may act (and print, and _exit) while
+   * this rank finalises and exits; SIGINT and SIGTERM no longer change
+   * the exit code. The engine has stopped it on every path that gets
+   * here; this makes sure. */
+  strata__live_stop();
   strata_engine_status_close(&result, rc);
   strata_run_result_close(&result);
   strata_free(settings);

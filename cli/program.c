@@ -104,7 +104,8 @@ static void usage_program(FILE *f, const strata_program *p, const char *name) {
   if (p->external) list_external(f, name);
   fprintf(f,
           "\nRun '%s APP --help' for an app's options.\n"
-          "Exit codes: 0 ok, 1 runtime error, 2 usage error, 3 the run diverged.\n",
+          "Exit codes: 0 ok, 1 runtime error, 2 usage error, 3 the run diverged,\n"
+          "130 interrupted by SIGINT, 143 by SIGTERM.\n",
           name);
 }
 

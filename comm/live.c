@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "comm/transport.h"
+#include "core/interrupt.h"
 #include "core/wait.h"
 #include "strata/core.h"
 
@@ -35,6 +36,7 @@
 #define CONNECT_MS 1000
 #define HELLO_S STRATA__LIVE_HELLO_S
 #define LINGER_S 0.3 /* a rank that ends the run waits this long at most for the others to go */
+#define OWN_SIGNAL_S 0.2 /* rank 0 told of a worker's signal waits this long for its own */
 /* Rank 0 keeps at most PENDING_PER_WORKER * P + PENDING_EXTRA connections
  * that have not proven themselves, and logs a refusal at most every
  * REFUSED_LOG_S (the count in the line covers those in between). */
@@ -46,7 +48,8 @@ enum {
   M_HELLO = STRATA__LIVE_HELLO,
   M_BEAT = STRATA__LIVE_BEAT_MSG,
   M_LOST = STRATA__LIVE_LOST,
-  M_BYE = STRATA__LIVE_BYE
+  M_BYE = STRATA__LIVE_BYE,
+  M_INT = STRATA__LIVE_INT
 };
 
 typedef strata__live_msg live_msg;
@@ -92,6 +95,9 @@ typedef struct live {
   _Atomic int refused; /* rank 0: connections closed unproven */
   double refused_logged; /* rank 0: when the last refusal was logged */
   conn *hub;        /* a worker: its connection to rank 0 */
+  int solo;         /* a serial run: no connections, interrupts only */
+  ev_io sig_io;     /* core/interrupt.h's pipe */
+  int sig;          /* the signal M_INT carries */
   char host[64];
   _Atomic int stop; /* 1: leave (BYE), 2: abandon (LOST) */
   _Atomic int identified; /* rank 0: workers whose HELLO came */
@@ -130,6 +136,7 @@ static void send_msg(conn *c, uint32_t type, live *l) {
   m.pid = (int32_t)getpid();
   snprintf(m.host, sizeof m.host, "%s", l->host);
   if (type == M_HELLO) memcpy(m.secret, l->secret, sizeof m.secret);
+  m.sig = l->sig;
   if (l->rank == 0) {
     int progress_on;
     m.timeout = timeout_now(l, &progress_on);
@@ -148,19 +155,23 @@ static void when(char *out, size_t n, int pass, int passes) {
     snprintf(out, n, "during pass %d of %d", pass + 1, passes);
 }
 
-/* The run is lost: every rank this one watches hears it (but `from`, who
- * said so), this rank reports (or not) and ends. LOST goes before an
- * orderly close (FIN), and this rank waits a moment for the others to close
- * first: a process that ends with bytes unread resets its connections,
- * and a reset can throw away the LOST still unread at the other end, which
- * would then take the close for a death (`gone`, the lost rank, is not
- * waited for). Stdout is not flushed: the main thread may hold its lock,
- * and nothing it holds matters now. */
-static void end_run(live *l, const char *msg, int report, const conn *from, const conn *gone) {
+/* The run is over: lost (sig 0), or interrupted by signal sig. Every rank
+ * this one watches hears it (but `from`, who said so: LOST, or INT with
+ * the signal), this rank reports (or not) and ends with exit code 1, or
+ * 128 + sig. The message goes before an orderly close (FIN), and this rank
+ * waits a moment for the others to close first: a process that ends with
+ * bytes unread resets its connections, and a reset can throw away the
+ * message still unread at the other end, which would then take the close
+ * for a death (`gone`, the lost rank, is not waited for). Stdout is not
+ * flushed: the main thread may hold its lock, and nothing it holds
+ * matters now. */
+static _Noreturn void end_run(live *l, int sig, const char *msg, int report, const conn *from,
+                              const conn *gone) {
   /* mpirun may send SIGTERM as soon as another rank has ended: this one
-   * ends now, without the main thread's word on an interrupt. */
+   * ends now, with the code it has. */
   signal(SIGTERM, SIG_IGN);
   signal(SIGINT, SIG_IGN);
+  l->sig = sig;
   struct pollfd fds[64];
   int n = 0;
   conn *one[1] = {l->hub};
@@ -169,7 +180,7 @@ static void end_run(live *l, const char *msg, int report, const conn *from, cons
   for (int i = 0; i < np; i++) {
     conn *c = peers[i];
     if (!c || c->fd < 0 || c == from) continue;
-    send_msg(c, M_LOST, l);
+    send_msg(c, sig ? M_INT : M_LOST, l);
     shutdown(c->fd, SHUT_WR);
     /* The lost rank will not answer: no waiting for it. */
     if (n < 64 && c != gone) fds[n++] = (struct pollfd){c->fd, POLLIN, 0};
@@ -183,7 +194,7 @@ static void end_run(live *l, const char *msg, int report, const conn *from, cons
       if (recv(fds[i].fd, sink, sizeof sink, MSG_DONTWAIT) <= 0) fds[i--] = fds[--n];
     }
   }
-  _exit(1);
+  _exit(sig ? strata__interrupt_code(sig) : 1);
 }
 
 static void hint(live *l, char *out, size_t n) {
@@ -207,14 +218,82 @@ static void lost_worker(live *l, const conn *c, const char *why) {
   hint(l, tail, 2200);
   snprintf(msg, sizeof msg, "worker %d (rank %d, pid %d on %s) was lost %s: %s%s", c->worker,
            c->worker + 1, c->pid, c->host, at, why, tail);
-  end_run(l, msg, 1, NULL, c);
+  end_run(l, 0, msg, 1, NULL, c);
 }
 
 static void lost_hub(live *l, const char *why) {
   char msg[512], at[64];
   when(at, sizeof at, atomic_load(&g_pass), l->conf.passes);
   snprintf(msg, sizeof msg, "worker %d lost the coordinator (rank 0) %s: %s", l->rank - 1, at, why);
-  end_run(l, msg, l->rank == 1, NULL, l->hub);
+  end_run(l, 0, msg, l->rank == 1, NULL, l->hub);
+}
+
+/* Where rank 0 stands: the furthest pass a worker said it is in, at least
+ * the passes summed (-1 before any worker began one). */
+static int coordinator_pass(live *l) {
+  pthread_mutex_lock(&l->mu);
+  int summed = l->summed;
+  pthread_mutex_unlock(&l->mu);
+  int pass = -1;
+  for (int w = 0; w < l->P; w++)
+    if (l->by_worker[w] && l->by_worker[w]->pass > pass) pass = l->by_worker[w]->pass;
+  return pass >= 0 && pass < summed ? summed : pass;
+}
+
+/* This rank was interrupted (SIGINT or SIGTERM): the run ends on every rank
+ * with 128 + sig and one line. A worker tells rank 0, which reports and
+ * tells the others, so that one rank prints whichever got the signal, also
+ * when mpirun signals every rank at once; rank 0 reports its own. */
+static _Noreturn void interrupted(live *l, int sig) {
+  if (l->rank > 0 && l->hub && l->hub->fd >= 0) end_run(l, sig, NULL, 0, NULL, NULL);
+  char msg[3200], at[64], tail[2200];
+  const char *name = strata__interrupt_name(sig);
+  if (l->solo) {
+    when(at, sizeof at, atomic_load(&g_pass), l->conf.passes);
+    hint(l, tail, sizeof tail);
+    snprintf(msg, sizeof msg, "interrupted by %s %s%s", name, at, tail);
+  } else if (l->rank == 0) {
+    when(at, sizeof at, coordinator_pass(l), l->conf.passes);
+    hint(l, tail, sizeof tail);
+    snprintf(msg, sizeof msg, "rank 0 (the coordinator) was interrupted by %s %s%s", name, at, tail);
+  } else {
+    /* No word to rank 0 can go: this rank reports. */
+    when(at, sizeof at, atomic_load(&g_pass), l->conf.passes);
+    snprintf(msg, sizeof msg, "rank %d (worker %d) was interrupted by %s %s", l->rank, l->rank - 1,
+             name, at);
+  }
+  end_run(l, sig, msg, 1, NULL, NULL);
+}
+
+/* Rank 0: a signal of its own, noted, or pending while no thread of this
+ * process has taken it yet (this thread blocks every signal, so sigpending
+ * shows one sent to the process), waiting up to OWN_SIGNAL_S for one. */
+static int own_signal(void) {
+  for (double until = strata_now() + OWN_SIGNAL_S;; poll(NULL, 0, 5)) {
+    int sig = strata__interrupt_signal();
+    sigset_t pending;
+    if (!sig && sigpending(&pending) == 0)
+      sig = sigismember(&pending, SIGTERM) ? SIGTERM : sigismember(&pending, SIGINT) ? SIGINT : 0;
+    if (sig || strata_now() >= until) return sig;
+  }
+}
+
+/* Rank 0: worker c says it was interrupted by sig. */
+static void interrupted_worker(live *l, const conn *c, int sig) {
+  /* mpirun signals every rank at once, in no fixed order: rank 0 names
+   * itself then, as when its own signal comes first, so that the line is
+   * the same every time. */
+  int own = own_signal();
+  if (own) interrupted(l, own);
+  char msg[3200], at[64], tail[2200];
+  pthread_mutex_lock(&l->mu);
+  int pass = c->pass >= 0 && c->pass < l->summed ? l->summed : c->pass;
+  pthread_mutex_unlock(&l->mu);
+  when(at, sizeof at, pass, l->conf.passes);
+  hint(l, tail, sizeof tail);
+  snprintf(msg, sizeof msg, "rank %d (worker %d, pid %d on %s) was interrupted by %s %s%s",
+           c->worker + 1, c->worker, c->pid, c->host, strata__interrupt_name(sig), at, tail);
+  end_run(l, sig, msg, 1, c, NULL);
 }
 
 static void close_conn(live *l, conn *c) {
@@ -321,7 +400,16 @@ static void take(live *l, conn *c, const live_msg *m) {
       return;
     case M_LOST:
       /* The other end found the run lost and reported it. */
-      end_run(l, NULL, 0, c, NULL);
+      end_run(l, 0, NULL, 0, c, NULL);
+      return;
+    case M_INT:
+      if (m->sig <= 0) {
+        close_conn(l, c); /* no message of ours */
+        return;
+      }
+      if (l->rank > 0) end_run(l, m->sig, NULL, 0, c, NULL); /* rank 0 reported it */
+      c->pass = m->pass;
+      interrupted_worker(l, c, m->sig);
       return;
     default: /* a second HELLO, or no message of ours */
       close_conn(l, c);
@@ -363,6 +451,23 @@ static void on_read(struct ev_loop *loop, ev_io *w, int revents) {
       lost_hub(l, "its connection closed: it was killed, crashed or ran out of memory");
     return;
   }
+}
+
+/* The pipe of core/interrupt.h is readable: a signal was caught (now, or
+ * before this watch started). */
+static void on_interrupt(struct ev_loop *loop, ev_io *w, int revents) {
+  (void)revents;
+  live *l = w->data;
+  char sink[64];
+  while (read(w->fd, sink, sizeof sink) > 0) continue;
+  int sig = strata__interrupt_signal();
+  if (!sig) return;
+  /* Rank 0 said BYE: every verdict is out, the run is over, and this
+   * worker leaves with its code (core/interrupt.h). A BYE already here
+   * but not yet read counts. */
+  if (l->hub && l->hub->fd >= 0) on_read(loop, &l->hub->io, 0);
+  if (l->hub && l->hub->bye) return;
+  interrupted(l, sig);
 }
 
 static conn *new_conn(live *l, int fd) {
@@ -488,7 +593,7 @@ static void check_workers(live *l, double now) {
              "the run made no progress for %.1f s: every worker waits for another (stall timeout "
              "%.1f s)",
              still, T);
-    end_run(l, msg, 1, NULL, NULL);
+    end_run(l, 0, msg, 1, NULL, NULL);
   }
 }
 
@@ -537,10 +642,18 @@ static void on_wake(struct ev_loop *loop, ev_async *w, int revents) {
 
 static void *watch_main(void *arg) {
   live *l = arg;
-  /* Signals are the main thread's (its waits watch SIGINT and SIGTERM). */
+  /* No handler runs here: SIGINT and SIGTERM come as bytes on the pipe of
+   * core/interrupt.h (already there when one was caught before this watch
+   * started), and this thread is the one that acts on them. */
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, NULL);
+  int fd = strata__interrupt_fd();
+  if (fd >= 0) {
+    ev_io_init(&l->sig_io, on_interrupt, fd, EV_READ);
+    l->sig_io.data = l;
+    ev_io_start(l->loop, &l->sig_io);
+  }
   ev_run(l->loop, 0);
   return NULL;
 }
@@ -877,6 +990,29 @@ int strata__live_start(strata_transport *t, int tag, const strata__live_conf *co
   }
   free_live(l);
   return rc;
+}
+
+int strata__live_start_solo(const strata__live_conf *conf) {
+  if (g_live || strata__interrupt_fd() < 0) return 0;
+  live *l = strata_calloc(1, sizeof *l);
+  if (!l) return strata_err_set(STRATA_ENOMEM, "out of memory");
+  l->solo = 1;
+  l->conf = *conf;
+  l->listen_fd = -1;
+  pthread_mutex_init(&l->mu, NULL);
+  if ((l->loop = ev_loop_new(EVFLAG_AUTO)) != NULL) {
+    ev_async_init(&l->wake, on_wake);
+    l->wake.data = l;
+    ev_async_start(l->loop, &l->wake);
+    if (pthread_create(&l->thread, NULL, watch_main, l) == 0) {
+      g_live = l;
+      return 0;
+    }
+  }
+  free_live(l);
+  strata_log(STRATA_LOG_WARN, "cannot start the thread that acts on SIGINT and SIGTERM: they end "
+             "the process at once");
+  return 0;
 }
 
 int strata__live_watching(void) { return g_live != NULL; }

@@ -20,7 +20,13 @@
  *  - the rank that notices says LOST to the ranks it watches (they end
  *    quietly), reports through on_lost (the coordinator, or worker 0 when
  *    the coordinator is the one lost, reports: the message names the lost
- *    rank and the pass), and ends its process with exit code 1 at once.
+ *    rank and the pass), and ends its process with exit code 1 at once;
+ *  - SIGINT and SIGTERM (core/interrupt.h) come to this thread too, on any
+ *    rank: an interrupted worker says INT to rank 0, which reports it (or
+ *    its own signal: "rank 0 (the coordinator) was interrupted by SIGTERM
+ *    during pass 4 of 20") and says INT to the others; every rank ends its
+ *    process with exit code 128 + the signal, as after a loss. One rank
+ *    reports however many got the signal (mpirun signals every rank).
  * The stall timeout is --stall-timeout, or by default the larger of
  * STRATA__LIVE_FLOOR and STRATA__LIVE_FACTOR times the slowest pass seen;
  * the progress check starts once a pass has ended (the first pass may be
@@ -62,7 +68,13 @@
 #define STRATA__LIVE_MAGIC 0x7374726cu /* "strl" */
 #define STRATA__LIVE_SECRET 32
 #define STRATA__LIVE_MAX_ADDRS 8
-enum { STRATA__LIVE_HELLO = 1, STRATA__LIVE_BEAT_MSG, STRATA__LIVE_LOST, STRATA__LIVE_BYE };
+enum {
+  STRATA__LIVE_HELLO = 1,
+  STRATA__LIVE_BEAT_MSG,
+  STRATA__LIVE_LOST,
+  STRATA__LIVE_BYE,
+  STRATA__LIVE_INT /* interrupted: the signal in sig */
+};
 
 /* One message on a watch connection, either way. */
 typedef struct strata__live_msg {
@@ -73,6 +85,7 @@ typedef struct strata__live_msg {
   double timeout; /* rank 0's beats: the stall timeout in force */
   char host[64];  /* HELLO */
   unsigned char secret[STRATA__LIVE_SECRET]; /* HELLO: the run's secret */
+  int32_t sig;    /* INT: the signal that interrupted the run */
 } strata__live_msg;
 
 /* A worker to rank 0 over the transport, first: where it runs. */
@@ -115,6 +128,14 @@ int strata__live_check_address(const char *addr);
  * goes on unwatched), or the transport's error.
  */
 int strata__live_start(strata_transport *t, int tag, const strata__live_conf *conf);
+/*
+ * A serial run's watch: no connection, only the thread that acts on SIGINT
+ * and SIGTERM (core/interrupt.h), which prints one line through on_lost and
+ * ends the process with 128 + the signal. A no-op when nothing catches the
+ * signals (strata__interrupt_catch not called). Returns 0 or STRATA_ENOMEM;
+ * a thread that cannot start is a warning (strata__live_watching says so).
+ */
+int strata__live_start_solo(const strata__live_conf *conf);
 /* Whether a watch runs (started, not yet stopped or abandoned). */
 int strata__live_watching(void);
 /* Ends the watch on purpose: the others hear BYE, so the close that

@@ -76,11 +76,13 @@
  *     code, and every rank frees its buffers and leaves with that code.
  * Rank 0 gives up on a worker that has not answered after
  * STRATA__CALL_OFF_S, a worker on a verdict after STRATA__VERDICT_S; only
- * then (or on a signal, or when rank 0 cannot reach the workers) does the
- * job end at once (strata_comm_abort: every rank by its liveness watch). Rank 0 listens until every worker's TAG_DONE is
- * in, and a worker can fail only before it sends that, so a report always
- * finds rank 0 listening (a verdict of 0 after a report would mean it did
- * not: the worker then keeps its own message and code).
+ * then (or when rank 0 cannot reach the workers) does the job end at once
+ * (strata_comm_abort: every rank by its liveness watch). SIGINT and SIGTERM
+ * are the watch's too (comm/live.h), never these messages'. Rank 0 listens
+ * until every worker's TAG_DONE is in, and a worker can fail only before it
+ * sends that, so a report always finds rank 0 listening (a verdict of 0
+ * after a report would mean it did not: the worker then keeps its own
+ * message and code).
  */
 #ifndef STRATA_COMM_PROTOCOL_H
 #define STRATA_COMM_PROTOCOL_H

@@ -49,12 +49,6 @@ int strata_comm_wait_idle(const strata_transport *t, strata_req *req) {
   return strata_comm_wait_all_idle(t, req, 1);
 }
 
-int strata__comm_wait_signals(const strata_transport *t, strata_req *reqs, int n, const char *who) {
-  reqs_ctx c = {t, reqs, n};
-  strata__wait_conf wc = {.ceiling = STRATA__WAIT_IDLE, .signals = 1, .who = who};
-  return strata__wait(test_reqs, &c, &wc);
-}
-
 typedef struct settle_ctx {
   const strata_transport *t;
   strata_req *reqs;

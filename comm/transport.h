@@ -7,17 +7,11 @@
 
 #include "strata/transport.h"
 
-/* Waits on n requests as strata_comm_wait_all_idle does, and also ends
- * with STRATA_EINTR ("who: interrupted by signal N") on SIGINT or SIGTERM:
- * the coordinator's waits, on the main thread. */
-int strata__comm_wait_signals(const strata_transport *t, strata_req *reqs, int n, const char *who);
-
 /* strata_comm_finalize for a program about to exit with `code`: should
  * another thread fault while MPI finalises (Open MPI 4.1 may, after the
  * job's last message: comm/mpi_transport.c), the process ends at once with
  * that code, quietly. A fault of the calling thread is reported as ever. */
 void strata__comm_finalize(strata_transport *t, int code);
-
 /* Cancels the outstanding receives among reqs[0..n) (requests with
  * expect != 0, none cancelled before; null ones and sends are only tested)
  * and waits, polling at least every STRATA__WAIT_PROMPT, until the

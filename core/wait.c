@@ -3,9 +3,9 @@
  */
 #include <ev.h>
 #include <pthread.h>
-#include <signal.h>
 #include <sys/socket.h>
 
+#include "core/interrupt.h"
 #include "core/wait.h"
 #include "strata/core.h"
 
@@ -16,7 +16,6 @@ typedef struct waiter {
   double interval;
   int rc;
   ev_timer timer;
-  ev_signal sigint, sigterm;
   ev_io wake;
   int finished; /* the wait is over: a watcher pending in the same loop
                    iteration must not poll again (it would take a second
@@ -24,16 +23,14 @@ typedef struct waiter {
 } waiter;
 
 /* One loop per thread, made at its first wait and kept: the waits of the
- * table, the coordinator and set-up then allocate nothing while they poll.
- * Signal watchers need the default loop, which only the main thread uses. */
+ * table, the coordinator and set-up then allocate nothing while they poll. */
 static pthread_key_t loop_key;
 static pthread_once_t loop_once = PTHREAD_ONCE_INIT;
 
 static void loop_free(void *loop) { ev_loop_destroy(loop); }
 static void loop_key_make(void) { pthread_key_create(&loop_key, loop_free); }
 
-static struct ev_loop *loop_for(int signals) {
-  if (signals) return ev_default_loop(EVFLAG_AUTO);
+static struct ev_loop *loop_for(void) {
   pthread_once(&loop_once, loop_key_make);
   struct ev_loop *loop = pthread_getspecific(loop_key);
   if (!loop && (loop = ev_loop_new(EVFLAG_AUTO)) && pthread_setspecific(loop_key, loop)) {
@@ -64,12 +61,21 @@ static void finish(struct ev_loop *loop, waiter *wt) {
   ev_break(loop, EVBREAK_ONE);
 }
 
+/* A signal noted by core/interrupt.h's handler, for a wait that asked. */
+static int interrupted(const strata__wait_conf *conf) {
+  int sig = conf->signals ? strata__interrupt_signal() : 0;
+  if (!sig) return 0;
+  return strata_err_set(STRATA_EINTR, "%s: interrupted by %s", conf->who ? conf->who : "strata",
+                        strata__interrupt_name(sig));
+}
+
 static void on_timer(struct ev_loop *loop, ev_timer *w, int revents) {
   (void)revents;
   waiter *wt = w->data;
   if (wt->finished) return;
   int done = 0, progressed = 0;
-  wt->rc = wt->poll(wt->ctx, &done, &progressed);
+  wt->rc = interrupted(wt->conf);
+  if (!wt->rc) wt->rc = wt->poll(wt->ctx, &done, &progressed);
   if (wt->rc || done || !arm(loop, wt, progressed)) finish(loop, wt);
 }
 
@@ -89,15 +95,6 @@ static void on_wake(struct ev_loop *loop, ev_io *w, int revents) {
   if (wt->rc || done || !arm(loop, wt, 0)) finish(loop, wt);
 }
 
-static void on_signal(struct ev_loop *loop, ev_signal *w, int revents) {
-  (void)revents;
-  waiter *wt = w->data;
-  if (wt->finished) return;
-  wt->rc = strata_err_set(STRATA_EINTR, "%s: interrupted by signal %d",
-                          wt->conf->who ? wt->conf->who : "strata", w->signum);
-  finish(loop, wt);
-}
-
 _Atomic uint64_t strata__steps;
 _Atomic int strata__waiting;
 
@@ -112,10 +109,11 @@ int strata__wait(strata__poll_fn poll, void *ctx, const strata__wait_conf *conf)
 
 static int wait_loop(strata__poll_fn poll, void *ctx, const strata__wait_conf *conf) {
   int done = 0, progressed = 0;
-  int rc = poll(ctx, &done, &progressed);
+  int rc = interrupted(conf);
+  if (!rc) rc = poll(ctx, &done, &progressed);
   if (rc || done) return rc;
   if (conf->until > 0 && strata_now() >= conf->until) return 0;
-  struct ev_loop *loop = loop_for(conf->signals);
+  struct ev_loop *loop = loop_for();
   if (!loop) return strata_err_set(STRATA_ECOMM, "cannot create an event loop");
   /* With a doorbell the timer is only the fallback: it sleeps the whole
    * ceiling from the start. */
@@ -125,14 +123,6 @@ static int wait_loop(strata__poll_fn poll, void *ctx, const strata__wait_conf *c
                .interval = conf->wake_fd > 0 ? conf->ceiling : STRATA__WAIT_MIN / 2};
   ev_init(&wt.timer, on_timer);
   wt.timer.data = &wt;
-  if (conf->signals) {
-    ev_signal_init(&wt.sigint, on_signal, SIGINT);
-    wt.sigint.data = &wt;
-    ev_signal_init(&wt.sigterm, on_signal, SIGTERM);
-    wt.sigterm.data = &wt;
-    ev_signal_start(loop, &wt.sigint);
-    ev_signal_start(loop, &wt.sigterm);
-  }
   if (conf->wake_fd > 0) {
     ev_io_init(&wt.wake, on_wake, conf->wake_fd, EV_READ);
     wt.wake.data = &wt;
@@ -141,9 +131,5 @@ static int wait_loop(strata__poll_fn poll, void *ctx, const strata__wait_conf *c
   if (arm(loop, &wt, 0)) ev_run(loop, 0);
   ev_timer_stop(loop, &wt.timer);
   if (conf->wake_fd > 0) ev_io_stop(loop, &wt.wake);
-  if (conf->signals) {
-    ev_signal_stop(loop, &wt.sigint);
-    ev_signal_stop(loop, &wt.sigterm);
-  }
   return wt.rc;
 }

@@ -39,8 +39,10 @@ typedef int (*strata__poll_fn)(void *ctx, int *done, int *progressed);
 typedef struct strata__wait_conf {
   double ceiling;  /* longest sleep between polls, seconds */
   double until;    /* > 0: also end then (strata_now() time), never sleeping past it */
-  int signals;     /* 1: SIGINT and SIGTERM end the wait with STRATA_EINTR (the
-                      coordinator's waits; the main thread only) */
+  int signals;     /* 1: a SIGINT or SIGTERM that core/interrupt.h noted ends
+                      the wait with STRATA_EINTR, within one sleep (a wait
+                      after the run: --status-linger; during a run the
+                      liveness watch acts on signals) */
   const char *who; /* names the waiter in the interrupt message */
   int wake_fd;     /* > 0: a descriptor (a doorbell, comm/bell.h) whose becoming
                       readable ends the current sleep: it is emptied and poll runs
@@ -49,7 +51,7 @@ typedef struct strata__wait_conf {
 } strata__wait_conf;
 
 /* Polls at once, then on the back-off timer until poll says done, the
- * deadline passes, poll fails, or (signals) a signal arrives. */
+ * deadline passes, poll fails, or (signals) a signal was noted. */
 int strata__wait(strata__poll_fn poll, void *ctx, const strata__wait_conf *conf);
 
 /* What this process is doing, as the liveness watch (comm/live.h) reports

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "comm/live.h"
+#include "core/interrupt.h"
 #include "core/wait.h"
 #include "engine/engine.h"
 #include "engine/status.h"
@@ -72,16 +73,20 @@ int strata_engine_run(const strata_app *app, void *cfg, const strata_engine_opts
   int P = serial ? 1 : t->size - 1;
   /* The readers and load check their sizes against the run's limit too. */
   strata_mem_set_limit(opts->mem_limit);
-  if (!serial) {
-    /* Every rank watches for a lost one from the start (comm/live.h). */
+  {
+    /* Every rank watches from the start (comm/live.h): for a lost rank,
+     * and for SIGINT and SIGTERM (core/interrupt.h), which end the run on
+     * every rank from there; a serial run for the signals only. */
     strata__live_conf lc = {.passes = opts->passes, .stall_timeout = opts->stall_timeout,
                             .address = opts->watch_address, .on_lost = opts->on_lost,
                             .ud = opts->on_lost_ud};
-    int rc = strata__live_start(t, TAG_LIVE, &lc);
+    int rc = serial ? strata__live_start_solo(&lc) : strata__live_start(t, TAG_LIVE, &lc);
     if (rc) {
-      result->peers_blocked = 1;
+      result->peers_blocked = !serial;
       return rc;
     }
+    /* Unwatched, nothing would act on a signal: it gets its default action. */
+    if (!strata__live_watching()) strata__interrupt_release();
   }
   if (!serial && t->rank > 0) {
     int own = 0;
@@ -115,8 +120,9 @@ int strata_engine_run(const strata_app *app, void *cfg, const strata_engine_opts
     rc = serial ? strata__serial_run(&run, result) : strata__coordinator_run(&run, t, result);
   }
   if (!serial) result->watch_refused = strata__live_refused();
-  /* Without the workers through, no verdict follows: the run is over. */
-  if (!serial && !result->workers_done && !result->peers_blocked) strata__live_stop();
+  /* Without the workers through, no verdict follows: the run is over (a
+   * serial run's ends in strata_engine_finish when it succeeded). */
+  if (serial ? rc != 0 : !result->workers_done && !result->peers_blocked) strata__live_stop();
   result->coordinator_cpu_s = strata_cpu_seconds() - cpu0;
   result->coordinator_wall_s = strata_now() - wall0;
   strata__status_end(result, rc);
@@ -163,7 +169,10 @@ void strata_engine_status_close(const strata_run_result *r, int rc) {
 }
 
 int strata_engine_finish(strata_transport *t, int rc) {
-  if (!t) return rc;
+  if (!t) {
+    strata__live_stop(); /* the serial run's watch for signals */
+    return rc;
+  }
   int32_t code = rc;
   if (t->rank == 0) {
     /* One small message per worker, each waited for: nothing to allocate,
@@ -172,7 +181,7 @@ int strata_engine_finish(strata_transport *t, int rc) {
     for (int w = 1; w < t->size && !err; w++) {
       strata_req rq = {0};
       err = t->isend(t->impl, &code, sizeof code, w, TAG_FINAL, &rq);
-      if (!err) err = strata__comm_wait_signals(t, &rq, 1, "coordinator");
+      if (!err) err = strata_comm_wait_all_idle(t, &rq, 1);
     }
     if (!err) strata__live_stop();
     return rc ? rc : err;

@@ -168,21 +168,21 @@ static int poll_coord(void *ctx, int *done, int *progressed) {
   return rc;
 }
 
-/* The coordinator's waits: the back-off wait, ended by SIGINT/SIGTERM and
- * by a worker's report of a failure (the run's error then). */
+/* The coordinator's waits: the back-off wait, ended by a worker's report
+ * of a failure (the run's error then). SIGINT and SIGTERM are the liveness
+ * watch's (comm/live.h), which ends the run on every rank itself. */
 static int wait_all(coord *c, strata_req *reqs, int n) {
   coord_wait cw = {c, reqs, n, 0};
-  strata__wait_conf wc = {.ceiling = STRATA__WAIT_IDLE, .signals = 1, .who = "coordinator"};
+  strata__wait_conf wc = {.ceiling = STRATA__WAIT_IDLE};
   return strata__wait(poll_coord, &cw, &wc);
 }
 
 /* A round run's waits (its steps are its critical path): woken by the
- * doorbell when the ranks have one, else polling at the rounds' ceiling. */
+ * doorbell when the ranks have one, else polling at the rounds' ceiling.
+ * Signals are the liveness watch's, as for wait_all. */
 static strata__wait_conf round_conf(void) {
   int fd = strata__bell_fd();
   return (strata__wait_conf){.ceiling = fd > 0 ? STRATA__WAIT_BELL : STRATA__WAIT_ROUND,
-                             .signals = 1,
-                             .who = "coordinator",
                              .wake_fd = fd > 0 ? fd : 0};
 }
 
@@ -206,10 +206,7 @@ static int call_off(coord *c, int rc) {
   for (int w = 0; w < P && !err; w++)
     err = t->isend(t->impl, &c->off_code, sizeof c->off_code, w + 1, TAG_ABORT, &c->off[w]);
   coord_wait cw = {c, c->off, P, 1};
-  strata__wait_conf wc = {.ceiling = STRATA__WAIT_PROMPT,
-                          .signals = 1,
-                          .who = "coordinator",
-                          .until = strata_now() + STRATA__CALL_OFF_S};
+  strata__wait_conf wc = {.ceiling = STRATA__WAIT_PROMPT, .until = strata_now() + STRATA__CALL_OFF_S};
   if (!err) err = strata__wait(poll_coord, &cw, &wc);
   int answered = !err && c->n_heard == P && !live(c->off, P);
   /* Every worker that answered has stopped posting receives: what this
@@ -228,12 +225,11 @@ static int call_off(coord *c, int rc) {
 }
 
 /* A failure while workers depend on this rank (from shipping until every
- * worker is through, peers_blocked): the run is called off, once, unless a
- * signal ended the wait (the job then ends at once, as the user asked).
+ * worker is through, peers_blocked): the run is called off, once.
  * peers_blocked stays set when the call-off fails: the caller ends the
  * job. */
 static void fail_run(coord *c, int rc) {
-  if (!rc || c->called_off || !c->res->peers_blocked || rc == STRATA_EINTR) return;
+  if (!rc || c->called_off || !c->res->peers_blocked) return;
   c->called_off = 1;
   if (!call_off(c, rc)) c->res->peers_blocked = 0;
 }
@@ -303,7 +299,7 @@ void strata__coordinator_fail(strata_transport *t, int code) {
     reqs[w] = (strata_req){0};
     t->isend(t->impl, &h, sizeof h, w + 1, TAG_HEADER, &reqs[w]);
   }
-  strata__comm_wait_signals(t, reqs, P, "coordinator");
+  strata_comm_wait_all_idle(t, reqs, P);
 }
 
 static int ship(coord *c, strata_transport *t, void *sched_buf, size_t sched_len,

@@ -84,7 +84,12 @@ typedef struct strata_engine_opts {
    * lost rank and the pass, and with report = 1 on the one rank that
    * should print it (rank 0, or worker 0 when rank 0 is the one lost);
    * the engine then ends this process with exit code 1 at once (MPI
-   * cannot be finalized with a rank gone). NULL: the process just ends. */
+   * cannot be finalized with a rank gone). NULL: the process just ends.
+   * Under strata_main, which catches SIGINT and SIGTERM, the same thread
+   * ends a run interrupted on any rank (or in serial mode): on_lost gets "rank 0 (the coordinator) was interrupted by
+   * SIGTERM during pass 4 of 20" (report = 1 on rank 0; serial mode:
+   * "interrupted by SIGTERM ..."), and every rank exits with 128 + the
+   * signal. */
   double stall_timeout;
   void (*on_lost)(void *ud, const char *msg, int report);
   void *on_lost_ud;
@@ -319,10 +324,11 @@ typedef struct strata_run_result {
  * strata_comm_finalize and exit with one code, with no MPI_Abort. A worker
  * that has returned 0 may still learn of a late failure in
  * strata_engine_finish, which then returns the code. The exceptions set
- * peers_blocked: rank 0 stopped by SIGINT or SIGTERM (STRATA_EINTR), a
- * worker that did not stop within some seconds of being told (one deep in
- * a long compute), or ranks that cannot reach each other; a worker then
- * returns its own message, if any.
+ * peers_blocked: a worker that did not stop within some seconds of being
+ * told (one deep in a long compute), or ranks that cannot reach each other;
+ * a worker then returns its own message, if any. A lost rank, and under
+ * strata_main SIGINT or SIGTERM, end the process from the engine's own
+ * thread instead (opts.on_lost): exit code 1, or 128 + the signal.
  */
 STRATA_EXPORT int strata_engine_run(const strata_app *app, void *cfg,
                                     const strata_engine_opts *opts, strata_transport *t,
@@ -352,7 +358,8 @@ STRATA_EXPORT void strata_engine_status_close(const strata_run_result *r, int rc
  * message (rank 0 reports), also when another worker failed late and the
  * run was called off while this one waited. A worker's own failure to get
  * the verdict comes with a message. Serial mode (t NULL) returns rc
- * unchanged.
+ * unchanged. Either way the run is over afterwards: a SIGINT or SIGTERM no
+ * longer ends the process.
  */
 STRATA_EXPORT int strata_engine_finish(strata_transport *t, int rc);
 

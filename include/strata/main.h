@@ -6,15 +6,19 @@
  * app's own options, --help built from the option tables, the
  * configuration echo, progress on rank 0, the summary, --metrics-out and
  * --model-out, and one exit code on every rank:
- *   0 ok, 1 runtime error, 2 usage error, 3 the run diverged.
+ *   0 ok, 1 runtime error, 2 usage error, 3 the run diverged, 130 and 143
+ *   interrupted by SIGINT and SIGTERM.
  * A failure on any rank (an app callback returning an error on worker 2,
  * say, or the engine running out of memory there) is printed once, by
  * rank 0, with that rank's own message ("PROGRAM: worker 2: MESSAGE"), and
  * every rank exits with the same code, in every mode: the engine calls the
  * run off on every rank (strata/engine.h), and the job ends without
- * MPI_Abort. Only when that cannot be done (a signal to rank 0, a worker that
- * does not stop within seconds, ranks that cannot reach each other) is the
- * job ended at once, every rank by the engine's liveness watch.
+ * MPI_Abort. Only when that cannot be done (a worker that does not stop
+ * within seconds, ranks that cannot reach each other) is the job ended at
+ * once, every rank by the engine's liveness watch. SIGINT and SIGTERM to any
+ * rank, or to a serial run, end the run on every rank with one line that
+ * names the signal and the rank, and exit code 128 + the signal; strata_main
+ * installs the handler for them before MPI starts.
  *
  * It calls MPI_Init and MPI_Finalize itself (through the transport): call it
  * from main() and return what it returns, with no MPI calls around it.
