@@ -11,10 +11,12 @@
 #   SIG     TERM or INT
 #   PHASE   load (rank 0 loading: its ratings come from a FIFO no one
 #           writes; the workers waiting for their set-up),
-#           passes (during the passes), ckpt (during the passes, a
-#           checkpoint after every pass: the line names the last one),
-#           linger (after the run, rank 0 serving --status-linger: the
-#           signal ends the linger and the run's code, 0, stands)
+#           passes (pass 3 or so), late (pass 30 or so of 40), ckpt (pass
+#           3 or so, a checkpoint after every pass: the line names the last
+#           one), random (0 to 3 s after the start of a run of 400 passes,
+#           the seed printed; INTERRUPT_SEED=X replays one), linger (after
+#           the run, rank 0 serving --status-linger: the signal ends the
+#           linger and the run's code, 0, stands)
 #   MODE    codes (default): mpiexec lets every rank finish and each writes
 #           down its own exit code; plain: mpiexec as a job runs by default,
 #           checked by its exit status
@@ -37,7 +39,8 @@ flags=(mf --rank 16 --passes $PASSES --straggler delay=100)
 small=(--data "synth:users=2000,items=500,ratings=50000")
 case $PHASE in
   load) mkfifo ratings.fifo && flags+=(--data ratings.fifo) ;;
-  passes) flags+=("${small[@]}") ;;
+  passes | late) flags+=("${small[@]}") ;;
+  random) PASSES=400 flags=(mf --rank 16 --passes 400 --straggler delay=100 "${small[@]}") ;;
   ckpt) flags+=("${small[@]}" --checkpoint ck --checkpoint-every 1) ;;
   linger) PASSES=3 flags=(mf --rank 16 --passes 3 "${small[@]}" --status 127.0.0.1:0
                           --status-linger 60) WANT=0 ;;
@@ -68,6 +71,12 @@ case $PHASE in
   load) wait_for_line err.txt "^  mf options" 60 || { show_log err.txt; fail "no start"; }
         sleep 0.5 ;;
   passes | ckpt) wait_for_line err.txt "pass 2/$PASSES" 60 || { show_log err.txt; fail "no pass 2"; } ;;
+  late) wait_for_line err.txt "pass 30/$PASSES" 60 || { show_log err.txt; fail "no pass 30"; } ;;
+  random) seed=${INTERRUPT_SEED:-$(od -An -tu4 -N4 /dev/urandom | tr -d ' ')}
+          delay=$(python3 -c "import random; random.seed($seed); print('%.3f' % random.uniform(0, 3))")
+          echo "seed $seed: the signal $delay s after the start"
+          wait_for_line err.txt "^  mf options" 60 || { show_log err.txt; fail "no start"; }
+          sleep "$delay" ;;
   linger) wait_for_line out.txt "^summary" 60 || { show_log err.txt; fail "no summary"; }
           sleep 0.3 ;;
 esac
@@ -132,6 +141,7 @@ else
   esac
   case $PHASE in
     load) at="while setting up" ;;
+    random) at="(while setting up|during pass [0-9]+ of $PASSES)" ;;
     *) at="during pass [0-9]+ of $PASSES" ;;
   esac
   tail=""
