@@ -12,7 +12,7 @@
 : "${STRATA_BUILD_DIR:?STRATA_BUILD_DIR (the build directory) must be set}"
 HARNESS=$(cd "$(dirname "$0")/../.." && pwd)/bench/harness.py
 command -v gnuplot >/dev/null || { echo "SKIP: gnuplot not installed (scripts/setup.sh installs it)"; exit 77; }
-RUN_LIMIT=300 timeout 300 python3 "$HARNESS" --profile smoke --bin "$STRATA_BUILD_DIR" --out out -q \
+RUN_LIMIT=$((300 * ${STRATA_TEST_TIME_SCALE:-1})) timeout $((300 * ${STRATA_TEST_TIME_SCALE:-1})) python3 "$HARNESS" --profile smoke --bin "$STRATA_BUILD_DIR" --out out -q \
   >harness.log 2>&1
 rc=$?; [ "$rc" = 0 ] || show_log harness.log
 expect_rc 0 "$rc" "harness --profile smoke"

@@ -18,8 +18,9 @@ set -u
 export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
 
 # Every run gets a wall-clock limit, so a hung rank fails the test instead
-# of hanging ctest until its own timeout.
-RUN_LIMIT=${RUN_LIMIT:-60}
+# of hanging ctest until its own timeout: 60 s times the factor the build
+# puts on every test's limit (STRATA_TEST_TIME_SCALE, tests/CMakeLists.txt).
+RUN_LIMIT=${RUN_LIMIT:-$((60 * ${STRATA_TEST_TIME_SCALE:-1}))}
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/strata-mpi-test.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
@@ -112,10 +113,10 @@ expect_one_error() {
 }
 
 # wait_limited PID SECONDS: waits for the background job PID; when it is
-# still running after SECONDS, kills it (and what it started) and returns
+# still running after SECONDS (times STRATA_TEST_TIME_SCALE), kills it (and what it started) and returns
 # 124, else its exit code.
 wait_limited() {
-  local pid=$1 limit=$2 t=0
+  local pid=$1 limit=$(($2 * ${STRATA_TEST_TIME_SCALE:-1})) t=0
   while kill -0 "$pid" 2>/dev/null && [ "$t" -lt $((limit * 20)) ]; do
     sleep 0.05
     t=$((t + 1))
