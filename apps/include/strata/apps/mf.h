@@ -93,9 +93,10 @@ STRATA_EXPORT double strata_mf_sgd(const strata_mf_step *st, const strata_mf_ent
 
 /*
  * Orders one pipeline chunk's entries for strata_mf_sgd. in[0..n) holds the
- * chunk sorted by user; out (n entries, not overlapping in) receives four
- * runs, cut at the user boundaries at or after each quarter, taken in turn
- * (a run that ends drops out). Neighbours then belong to different users,
+ * chunk with each user's entries together (mf.c sorts them by user, or by
+ * user in reversed pieces); out (n entries, not overlapping in) receives
+ * four runs, cut at the user boundaries at or after each quarter, taken in
+ * turn (a run that ends drops out). Neighbours then belong to different users,
  * and mostly to different items, which lets the kernel overlap them.
  * Deterministic: the order depends on in alone.
  */
