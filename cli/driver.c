@@ -17,6 +17,7 @@
 #include "comm/live.h"
 #include "comm/transport.h"
 #include "core/interrupt.h"
+#include "engine/engine.h"
 #include "strata/core.h"
 #include "strata/options.h"
 #include "strata/transport.h"
@@ -27,7 +28,9 @@ typedef struct cli_opts {
   /* Into eng.staleness and eng.wpc; whether each was given goes to strata_engine_resolve. */
   strata_opt_int staleness;
   strata_opt_double wpc;
-  strata_opt_int peers; /* into eng.peers when given */
+  /* Each mode's own options (strata_mode_options), by mode: the chosen
+   * mode's go to eng.mode_settings; another mode's given are refused. */
+  strata_mode_settings mode_set[STRATA_N_MODES];
   strata_opt_int checkpoint_every; /* into eng.checkpoint_every */
   strata_opt_double stall_timeout; /* into eng.stall_timeout when given */
   double mem_limit_gb; /* into eng.mem_limit, in bytes */
@@ -56,15 +59,36 @@ static const strata_option disrupt_keys[] = {
     {"slot", 0, STRATA_OPT_INT, EOPT(eng.disrupt_slot_ms), NULL, "MS", 1, 3600000, NULL, NULL, NULL},
     {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
 
-#define N_ENGINE_OPTS 29
+#define N_ENGINE_OPTS 27
 /* Options that do not change what a run computes: a resume may change them. */
 #define R STRATA_OPT_RESUMABLE
 
 /* The engine's option table for one app, with the text its defaults need. */
 typedef struct engine_table {
   strata_option opts[N_ENGINE_OPTS];
-  char modes[128], passes[16], depth[16], wpc[32], tol[256];
+  char modes[256], passes[16], depth[16], wpc[32], tol[256];
+  char mode_help[1536], staleness_help[512], wpc_help[512], prefetch_help[512], view_help[512];
+  /* The groups of the modes' own options: the first mode of each owner. */
+  int n_mode_groups;
+  strata_mode group_mode[STRATA_N_MODES];
+  char group_title[STRATA_N_MODES][160];
 } engine_table;
+
+static int takes_flag(const strata__mode_ops *const ops[2], void *ud) {
+  unsigned flag = *(const unsigned *)ud;
+  return (ops[0] && (ops[0]->takes & flag)) || (ops[1] && (ops[1]->takes & flag));
+}
+
+/* "--mode bsp, absp, ssp, essp and sfb", the modes that take a flag. */
+static void modes_taking(char *out, size_t n, unsigned flag) {
+  strata__mode_list(out, n, takes_flag, &flag, " and ");
+}
+
+/* Whether mode m's own options are those of ud's mode. */
+static int same_options(const strata__mode_ops *const ops[2], void *ud) {
+  const strata_option *mine = ops[1] && ops[1]->options ? ops[1]->options : ops[0]->options;
+  return mine && mine == strata_mode_options(*(const strata_mode *)ud);
+}
 
 /* Takes the row named `name` out of a NULL-terminated table. */
 static void drop_option(strata_option *opts, const char *name) {
@@ -75,10 +99,63 @@ static void drop_option(strata_option *opts, const char *name) {
 
 static void engine_table_init(engine_table *t, const strata_app *app) {
   const strata_app_defaults *d = &app->defaults;
-  size_t used = 0;
-  for (int m = 0; m < STRATA_N_MODES; m++)
+  size_t used = 0, hused = 0;
+  for (int m = 0; m < STRATA_N_MODES; m++) {
     used += (size_t)snprintf(t->modes + used, sizeof t->modes - used, "%s%s", m ? "|" : "",
                              strata_mode_name((strata_mode)m));
+    if (hused < sizeof t->mode_help)
+      hused += (size_t)snprintf(t->mode_help + hused, sizeof t->mode_help - hused, "%s%s: %s",
+                                m ? "; " : "", strata_mode_name((strata_mode)m),
+                                strata_mode_summary((strata_mode)m));
+  }
+  /* Each mode's default staleness, as its resolve fills it in. */
+  char list[128], defs[256] = "";
+  size_t dused = 0;
+  for (int m = 0; m < STRATA_N_MODES; m++) {
+    strata_engine_opts o;
+    memset(&o, 0, sizeof o);
+    o.mode = (strata_mode)m;
+    o.staleness = -1;
+    unsigned flag = STRATA__TAKES_STALENESS;
+    const strata__mode_ops *ops[2] = {NULL, NULL};
+    strata__facts f;
+    if (strata__mode_facts(o.mode, NULL, 0, &f)) continue;
+    ops[0] = f.ops[0], ops[1] = f.ops[1];
+    if (!takes_flag(ops, &flag) || strata_engine_resolve(&o, 0, 0, 0)) continue;
+    dused += (size_t)snprintf(defs + dused, sizeof defs - dused, "%s%s %d", dused ? ", " : "",
+                              strata_mode_name(o.mode), o.staleness);
+  }
+  strata_err_clear();
+  modes_taking(list, sizeof list, STRATA__TAKES_STALENESS);
+  snprintf(t->staleness_help, sizeof t->staleness_help,
+           "clocks a read (sfb: a factor) may lag, in --mode %s (0 is BSP; default: %s)", list,
+           defs);
+  modes_taking(list, sizeof list, STRATA__TAKES_WPC);
+  snprintf(t->wpc_help, sizeof t->wpc_help,
+           "work per clock in passes, 1/K or a whole number, in --mode %s", list);
+  modes_taking(list, sizeof list, STRATA__TAKES_PREFETCH);
+  snprintf(t->prefetch_help, sizeof t->prefetch_help,
+           "table prefetcher replaying last clock's reads, in --mode %s; auto: aggressive "
+           "(fresher reads; see docs/cli.md)",
+           list);
+  modes_taking(list, sizeof list, STRATA__TAKES_VIEW);
+  snprintf(t->view_help, sizeof t->view_help,
+           "in --mode %s, also score each worker's own view of the table at its pass end and "
+           "report it per pass as view_<objective> (the objectives score the model)",
+           list);
+  /* One group per owner of options, titled by its modes. */
+  t->n_mode_groups = 0;
+  for (int m = 0; m < STRATA_N_MODES; m++) {
+    const strata_option *o = strata_mode_options((strata_mode)m);
+    int seen = !o;
+    for (int g = 0; g < t->n_mode_groups && !seen; g++)
+      seen = strata_mode_options(t->group_mode[g]) == o;
+    if (seen) continue;
+    strata_mode mm = (strata_mode)m;
+    strata__mode_list(list, sizeof list, same_options, &mm, " and ");
+    snprintf(t->group_title[t->n_mode_groups], sizeof t->group_title[0], "--mode %s options", list);
+    t->group_mode[t->n_mode_groups++] = mm;
+  }
   snprintf(t->passes, sizeof t->passes, "%d", d->passes ? d->passes : 20);
   snprintf(t->depth, sizeof t->depth, "%d", d->depth ? d->depth : 8);
   snprintf(t->wpc, sizeof t->wpc, "%g", d->wpc > 0 ? d->wpc : 1);
@@ -88,25 +165,12 @@ static void engine_table_init(engine_table *t, const strata_app *app) {
                                                   : "the convergence measure");
   const strata_option opts[N_ENGINE_OPTS] = {
       {"mode", 'm', STRATA_OPT_ENUM, EOPT(eng.mode), strata_mode_name(d->mode), "MODE", 0, 0, t->modes,
-       "scheduled: parameter blocks rotate on a ring of workers; serial: one process, no MPI; "
-       "bsp, absp, ssp, essp, async: data-parallel workers against a parameter-server table; "
-       "sfb: workers with replicas of a matrix broadcast sufficient factors to their peers",
-       NULL},
+       t->mode_help, NULL},
       {"staleness", 0, STRATA_OPT_INT_OPTIONAL, EOPT(staleness), NULL, "S", 0, 1000000, NULL,
-       "ssp/essp: read rows at most S clocks old (default 1; 0 is BSP); sfb: run at most S "
-       "clocks ahead of the factors applied (default 0)", NULL},
-      {"peers", 0, STRATA_OPT_INT_OPTIONAL, EOPT(peers), NULL, "Q", 1, 1000000, NULL,
-       "sfb: each worker sends its factors to Q peers (partial broadcast; default P-1, all)",
-       NULL},
-      {"check-replicas", 0, STRATA_OPT_FLAG | R, EOPT(eng.check_replicas), NULL, NULL, 0, 0, NULL,
-       "sfb: digest every replica at every clock end (metrics replica_digest; a pass over the "
-       "matrix per clock)", NULL},
-      {"wpc", 0, STRATA_OPT_DOUBLE_OPTIONAL, EOPT(wpc), t->wpc, "W", 0, 0, NULL,
-       "absp/ssp/essp/async: work per clock in passes, 1/K or a whole number", NULL},
+       t->staleness_help, NULL},
+      {"wpc", 0, STRATA_OPT_DOUBLE_OPTIONAL, EOPT(wpc), t->wpc, "W", 0, 0, NULL, t->wpc_help, NULL},
       {"prefetch", 0, STRATA_OPT_ENUM, EOPT(eng.prefetch), "auto", "POLICY", 0, 0,
-       PREFETCH_CHOICES,
-       "table prefetcher replaying last clock's reads; auto: aggressive (fresher reads; see "
-       "docs/cli.md)", NULL},
+       PREFETCH_CHOICES, t->prefetch_help, NULL},
       {"straggler", 0, STRATA_OPT_SPEC | R, EOPT(straggler), NULL, "delay=MS[,spin=1]", 0, 0, NULL,
        "worker i sleeps MS at clocks i, i+P, ... (a clock is a pass in scheduled mode); "
        "spin=1: busy instead of asleep",
@@ -115,8 +179,7 @@ static void engine_table_init(engine_table *t, const strata_app *app) {
        "each worker gets a CPU-burning thread for a random fraction P of MS-long slots",
        disrupt_keys},
       {"score-view", 0, STRATA_OPT_FLAG | R, EOPT(eng.score_view), NULL, NULL, 0, 0, NULL,
-       "bsp/absp/ssp/essp/async: also score each worker's own view of the table at its pass "
-       "end and report it per pass as view_<objective> (the objectives score the model)", NULL},
+       t->view_help, NULL},
       {"strata", 'B', STRATA_OPT_INT, EOPT(eng.strata), "0", "B", 0, 4096, NULL,
        "strata per pass (blocking B x B); 0 = one per worker", NULL},
       {"depth", 0, STRATA_OPT_INT, EOPT(eng.depth), t->depth, "C", 1, 1024, NULL,
@@ -223,26 +286,8 @@ void strata_print_summary(const strata_run_result *r) {
            strata_round_latency_quantile(s, 0.5) * 1e6, strata_round_latency_quantile(s, 0.9) * 1e6,
            s->latency_max_s * 1e6, (double)s->bytes_out / 1e3, (double)s->bytes_in / 1e3);
   }
-  if (r->mode == STRATA_MODE_SFB) {
-    double bytes = 0, clocks = 0, delay = 0, factors = 0;
-    int dmax = 0;
-    for (int w = 0; w < r->workers; w++) {
-      const strata_worker_stats *s = &r->worker_total[w];
-      bytes += (double)s->bytes_sent;
-      clocks += s->clocks;
-      delay += (double)s->delay_sum;
-      factors += (double)s->factors_in;
-      if (s->delay_max > dmax) dmax = s->delay_max;
-    }
-    double drift = r->passes ? r->per_pass[r->passes - 1].drift : -1;
-    char dtext[32] = "n/a";
-    if (!(drift < 0)) snprintf(dtext, sizeof dtext, "%.3g", drift);
-    printf("  sfb: %d peer%s each, tau %d; %.1f KB sent per worker per clock; factor delay mean "
-           "%.2f, max %d clocks; replica drift after the last pass %s\n",
-           r->sfb_peers, r->sfb_peers == 1 ? "" : "s", r->sfb_tau,
-           clocks > 0 ? bytes / clocks / 1e3 : 0.0, factors > 0 ? delay / factors : 0.0, dmax,
-           dtext);
-  }
+  fflush(stdout);
+  strata__mode_summary(stdout, r);
   printf("  coordinator cpu during training %.3f s of %.2f s (%.2f%%); %.2f s in all, loading included\n",
          r->coordinator_train_cpu_s, r->wall_s,
          r->wall_s > 0 ? 100 * r->coordinator_train_cpu_s / r->wall_s : 0.0, r->coordinator_cpu_s);
@@ -278,14 +323,55 @@ static int exit_code(int rc) {
   return rc == 0 ? 0 : rc == STRATA_EUSAGE ? 2 : rc == STRATA_EDIVERGED ? 3 : 1;
 }
 
-/* The mode's settings: resolve gets what the command line gave. */
-static int engine_resolve(cli_opts *co) {
+/* The first option of group g (a mode's own, base `set`) whose value
+ * differs from its default (`def`); NULL: none. */
+static const strata_option *changed_option(const strata_option *opts, const void *set,
+                                           const void *def) {
+  for (const strata_option *o = opts; o && o->name; o++) {
+    size_t n = 0;
+    switch (o->type & STRATA_OPT_TYPE_MASK) {
+      case STRATA_OPT_INT:
+      case STRATA_OPT_FLAG:
+      case STRATA_OPT_ENUM: n = sizeof(int); break;
+      case STRATA_OPT_U64: n = sizeof(uint64_t); break;
+      case STRATA_OPT_DOUBLE: n = sizeof(double); break;
+      case STRATA_OPT_INT_OPTIONAL: n = sizeof(strata_opt_int); break;
+      case STRATA_OPT_DOUBLE_OPTIONAL: n = sizeof(strata_opt_double); break;
+      default: n = sizeof(const char *); break;
+    }
+    if (memcmp((const char *)set + o->offset, (const char *)def + o->offset, n)) return o;
+  }
+  return NULL;
+}
+
+/* The mode's settings: its own options (another mode's, given, are
+ * refused), and resolve gets what the command line gave. */
+static int engine_resolve(cli_opts *co, const engine_table *et) {
   strata_engine_opts *e = &co->eng;
+  for (int g = 0; g < et->n_mode_groups; g++) {
+    strata_mode gm = et->group_mode[g];
+    const strata_option *opts = strata_mode_options(gm);
+    if (opts == strata_mode_options(e->mode)) continue;
+    strata_mode_settings def;
+    memset(&def, 0, sizeof def);
+    strata_optgroup dg = {"", opts, &def};
+    int rc = strata_options_defaults(&dg, 1);
+    if (rc) return rc;
+    const strata_option *o = changed_option(opts, &co->mode_set[g], &def);
+    if (o) {
+      char list[256];
+      strata__mode_list(list, sizeof list, same_options, &gm, " and ");
+      return strata_err_set(STRATA_EUSAGE, "--%s applies to --mode %s, not --mode %s", o->name,
+                            list, strata_mode_name(e->mode));
+    }
+  }
+  for (int g = 0; g < et->n_mode_groups; g++)
+    if (strata_mode_options(et->group_mode[g]) == strata_mode_options(e->mode))
+      e->mode_settings = co->mode_set[g];
   int prefetch_given = e->prefetch != PREFETCH_AUTO;
   if (!prefetch_given) e->prefetch = STRATA_PREFETCH_NONE; /* resolve picks the mode's */
   e->staleness = co->staleness.value;
   e->wpc = co->wpc.value;
-  e->peers = co->peers.given ? co->peers.value : 0;
   if (co->checkpoint_every.given && !e->checkpoint_dir)
     return strata_err_set(STRATA_EUSAGE, "--checkpoint-every needs --checkpoint DIR");
   e->checkpoint_every = e->checkpoint_dir ? co->checkpoint_every.value : 0;
@@ -293,26 +379,24 @@ static int engine_resolve(cli_opts *co) {
   e->mem_limit = (uint64_t)(co->mem_limit_gb * 1e9);
   if (e->status_linger > 0 && !e->status_addr)
     return strata_err_set(STRATA_EUSAGE, "--status-linger needs --status HOST:PORT");
-  int rc = strata_engine_resolve(e, co->staleness.given, co->wpc.given, prefetch_given);
-  if (rc) return rc;
-  if (e->score_view && !strata_mode_is_ps(e->mode))
-    return strata_err_set(STRATA_EUSAGE,
-                          "--score-view applies to the parameter-server modes (bsp, absp, ssp, "
-                          "essp, async), not --mode %s: there the model is what the workers see",
-                          strata_mode_name(e->mode));
-  return 0;
+  return strata_engine_resolve(e, co->staleness.given, co->wpc.given, prefetch_given);
 }
 
 /* The run's settings as a checkpoint records them: every option that
  * changes the result, with the mode's values as resolved (a default
  * staleness is the same setting as the same value given). */
-static int run_settings(const cli_opts *co, const strata_optgroup *groups, char ***out, int *n) {
+static int run_settings(const cli_opts *co, const strata_optgroup *groups, int n_groups,
+                        char ***out, int *n) {
   cli_opts r = *co;
   r.staleness = (strata_opt_int){co->eng.staleness, 1};
   r.wpc = (strata_opt_double){co->eng.wpc, 1};
-  r.peers = (strata_opt_int){co->eng.peers, 1};
-  strata_optgroup g[2] = {{groups[0].title, groups[0].opts, &r}, groups[1]};
-  return strata_options_settings(g, 2, out, n);
+  strata_optgroup g[2 + STRATA_N_MODES];
+  memcpy(g, groups, (size_t)n_groups * sizeof *g);
+  g[0].base = &r;
+  /* The mode groups point into co: into r's copy instead. */
+  for (int i = 1; i < n_groups - 1; i++)
+    g[i].base = (char *)&r + ((const char *)groups[i].base - (const char *)co);
+  return strata_options_settings(g, n_groups, out, n);
 }
 
 /* Parameter-server messages and snapshots are megabytes each and come and
@@ -351,10 +435,16 @@ int strata__driver_main(const strata_app *app, const strata__driver *d, int argc
   void *cfg = strata_calloc(1, app->config_size);
   engine_table et;
   engine_table_init(&et, app);
-  strata_optgroup groups[2] = {{"engine options", et.opts, &co}, {"", app->options, cfg}};
+  /* The engine's options, each mode's own, the app's. */
+  strata_optgroup groups[2 + STRATA_N_MODES];
+  int ng = 0;
+  groups[ng++] = (strata_optgroup){"engine options", et.opts, &co};
+  for (int g = 0; g < et.n_mode_groups; g++)
+    groups[ng++] = (strata_optgroup){et.group_title[g], strata_mode_options(et.group_mode[g]),
+                                     &co.mode_set[g]};
   char title[64];
   snprintf(title, sizeof title, "%s options", app->name);
-  groups[1].title = title;
+  groups[ng++] = (strata_optgroup){title, app->options, cfg};
   int help = 0, blocked = 0;
   char **settings = NULL;
   strata_run_result result;
@@ -364,10 +454,10 @@ int strata__driver_main(const strata_app *app, const strata__driver *d, int argc
     fprintf(stderr, "%s: out of memory\n", d->prog);
     strata_comm_abort(&t, 1);
   }
-  if ((rc = strata_options_defaults(groups, 2))) goto out;
-  if ((rc = strata_options_parse(groups, 2, argc, argv, &help))) goto out;
+  if ((rc = strata_options_defaults(groups, ng))) goto out;
+  if ((rc = strata_options_parse(groups, ng, argc, argv, &help))) goto out;
   if (help) {
-    if (t.rank == 0) usage_app(stdout, d, app, groups, 2);
+    if (t.rank == 0) usage_app(stdout, d, app, groups, ng);
     goto out;
   }
   co.eng.progress = !co.quiet;
@@ -377,8 +467,8 @@ int strata__driver_main(const strata_app *app, const strata__driver *d, int argc
   co.eng.on_status_ud = (void *)d;
   co.eng.argv = (const char *const *)full_argv;
   co.eng.argc = full_argc;
-  if ((rc = engine_resolve(&co))) goto out;
-  if ((rc = run_settings(&co, groups, &settings, &co.eng.n_settings))) goto out;
+  if ((rc = engine_resolve(&co, &et))) goto out;
+  if ((rc = run_settings(&co, groups, ng, &settings, &co.eng.n_settings))) goto out;
   co.eng.settings = (const char *const *)settings;
   int serial = co.eng.mode == STRATA_MODE_SERIAL;
   int P = serial ? 1 : t.size - 1;
@@ -403,19 +493,10 @@ int strata__driver_main(const strata_app *app, const strata__driver *d, int argc
     fprintf(stderr, "strata %s (%s)\n", strata_version(), strata_build_id());
     fprintf(stderr, "  %s, %d worker%s, %d strata\n", strata_mode_name(co.eng.mode), P, P == 1 ? "" : "s",
             setup.strata);
-    if (strata_mode_is_ps(co.eng.mode)) {
-      static const char *const pf[] = {"none", "conservative", "aggressive"};
-      if (co.eng.mode != STRATA_MODE_ASYNC)
-        fprintf(stderr, "  staleness %d, ", co.eng.staleness);
-      else
-        fprintf(stderr, "  no staleness bound, ");
-      fprintf(stderr, "work per clock %g pass%s, prefetch %s\n", co.eng.wpc,
-              co.eng.wpc == 1 ? "" : "es", pf[co.eng.prefetch]);
-    }
-    if (co.eng.mode == STRATA_MODE_SFB)
-      fprintf(stderr, "  staleness %d, %s\n", co.eng.staleness,
-              co.eng.peers ? "partial broadcast" : "full broadcast");
-    strata_options_echo(stderr, "  ", groups, 2);
+    char echo[512];
+    strata__mode_echo(echo, sizeof echo, &co.eng);
+    if (echo[0]) fprintf(stderr, "  %s\n", echo);
+    strata_options_echo(stderr, "  ", groups, ng);
   }
   rc = strata_engine_run(app, cfg, &co.eng, serial ? NULL : &t, &result);
   if (rc == 0 && t.rank == 0) {

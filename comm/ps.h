@@ -13,32 +13,39 @@
 #include "strata/error.h"
 
 /* Message types. To a server shard (tag conf.tag): UPDATE, READ, SNAP, BYE.
- * To a client (tag conf.tag + 1): ROWS, FIN. Messages between two ranks on
- * one tag arrive in order, which the protocol relies on: a client sends
- * SNAP for clock t before its UPDATE stamped t - 1, so every SNAP for t is
- * at the shard when the shard's clock reaches t. */
-enum { PS_UPDATE = 1, PS_READ = 2, PS_BYE = 3, PS_ROWS = 4, PS_FIN = 5, PS_SNAP = 6 };
+ * To a client (tag conf.tag + 1): ROWS, FIN. RULE, either way, is a
+ * consistency rule's own (comm/rule.h). Messages between two ranks on one
+ * tag arrive in order, which the protocol relies on: a client sends SNAP
+ * for clock t before its UPDATE stamped t - 1, so every SNAP for t is at the
+ * shard when the shard's clock reaches t. */
+enum { PS_UPDATE = 1, PS_READ = 2, PS_BYE = 3, PS_ROWS = 4, PS_FIN = 5, PS_SNAP = 6, PS_RULE = 7 };
 
-/* ROWS flag: an ESSP push. Besides the rows it carries, every row of the
- * shard the client has subscribed to is current as of `clock`. */
+/* ROWS flag: not the answer to a READ but rows the shard sends on its own
+ * (a rule's push); ESSP's pushes also say that every row of the shard the
+ * client has subscribed to is current as of `clock`. */
 #define PS_PUSH 1u
 /* ROWS flag: rows of the pure snapshot `clock` (every update stamped
  * < clock, none later), the answer to a SNAP. */
 #define PS_SNAPSHOT 2u
+/* UPDATE flag: a batch sent before its clock ends (a rule's flush): it
+ * does not end the sender's clock; the batch that does comes later. */
+#define PS_EARLY 4u
 
 typedef struct ps_hdr {
   uint32_t type;
   int32_t from;   /* sender's worker index */
   int32_t clock;  /* UPDATE: stamp; READ: minimum data age wanted; SNAP: the
                      snapshot wanted; ROWS: data age (or the snapshot) */
-  int32_t own;    /* ROWS: updates of the receiver stamped < own are included
-                     (from a BSP shard: own = clock, since it sends only
-                     the pure copy) */
-  uint32_t nrows;
+  int32_t own;    /* ROWS: the receiver's first `own` batches to this shard
+                     are included (from a BSP shard: those in its pure copy,
+                     which is all it sends) */
+  uint32_t nrows; /* RULE: words that follow */
   uint32_t flags;
+  uint32_t seq;   /* UPDATE: the sender's batches to this shard before it */
+  uint32_t pad;
 } ps_hdr;
-/* Followed by uint32_t rows[nrows] (ascending for UPDATE and ROWS) and, for
- * UPDATE and ROWS, float values[nrows * row_len]. */
+/* Followed by uint32_t rows[nrows] (ascending for UPDATE and ROWS; a
+ * RULE's words) and, for UPDATE and ROWS, float values[nrows * row_len]. */
 
 /* Bytes of a message with n rows of row_len floats (values when with_vals). */
 size_t ps_msg_size(uint32_t n, uint32_t row_len, int with_vals);
@@ -58,32 +65,37 @@ typedef struct ps_vclock {
 
 int ps_vclock_init(ps_vclock *v, int n);
 void ps_vclock_free(ps_vclock *v);
-/* Records client w's batch stamped `stamp`, which must be c[w] (clients send
- * one batch per clock, in order): STRATA_ECOMM otherwise. *advanced = 1
- * when the minimum moved. */
+/* Records client w's batch that ends clock `stamp`, which must be c[w]
+ * (clients end one clock at a time, in order): STRATA_ECOMM otherwise.
+ * *advanced = 1 when the minimum moved. */
 int ps_vclock_tick(ps_vclock *v, int w, int32_t stamp, int *advanced);
 
 /* ---- oplog: one clock's writes, coalesced per row ---- */
 typedef struct ps_oplog {
   uint32_t n_rows, row_len;
-  float *delta;     /* n_rows * row_len; zero outside touched rows */
-  uint8_t *touched; /* n_rows */
-  uint32_t *list;   /* touched rows, in first-touch order */
+  float *delta;     /* n_rows * row_len; zero outside pending rows */
+  uint8_t *touched; /* n_rows: PS_OPLOG_PENDING | PS_OPLOG_LISTED */
+  uint32_t *list;   /* rows listed, in first-touch order (pending or forgotten) */
   uint32_t n;
 } ps_oplog;
+#define PS_OPLOG_PENDING 1u /* the row has a pending sum */
+#define PS_OPLOG_LISTED 2u  /* the row is in list */
 
 int ps_oplog_init(ps_oplog *o, uint32_t n_rows, uint32_t row_len);
 void ps_oplog_free(ps_oplog *o);
 /* Adds delta to row's pending sum. */
 void ps_oplog_add(ps_oplog *o, uint32_t row, const float *delta);
-/* Pending sum of a row, or NULL when untouched this clock. */
+/* Pending sum of a row, or NULL when it has none. */
 const float *ps_oplog_row(const ps_oplog *o, uint32_t row);
-/* Builds the UPDATE message for the touched rows r with r % P == shard
- * (ascending), stamped `stamp` from worker `from`. *out is strata_malloc'd.
+/* Builds the UPDATE message for the pending rows r with r % P == shard
+ * (ascending; with rows given, only those of rows[0..n)), stamped `stamp`
+ * from worker `from`, its seq and flags as given. *out is strata_malloc'd.
  * STRATA_ENOMEM. */
-int ps_oplog_pack(const ps_oplog *o, int shard, int P, int from, int32_t stamp, void **out,
-                  size_t *len);
-/* Forgets every pending write (cost proportional to the touched rows). */
+int ps_oplog_pack(const ps_oplog *o, int shard, int P, int from, int32_t stamp, uint32_t seq,
+                  uint32_t flags, const uint32_t *rows, uint32_t n, void **out, size_t *len);
+/* Drops a row's pending sum (it went in an early batch). */
+void ps_oplog_forget(ps_oplog *o, uint32_t row);
+/* Forgets every pending write (cost proportional to the rows listed). */
 void ps_oplog_clear(ps_oplog *o);
 
 /* ---- a shard's pure snapshot ---- */
@@ -111,7 +123,8 @@ void ps_snapshot_free(ps_snapshot *s);
  * STRATA_ENOMEM, and the caller keeps it. */
 int ps_snapshot_hold(ps_snapshot *s, void *update);
 /* Moves the snapshot to `clock` (every worker has sent its batches stamped
- * < clock): adds the held batches stamped < clock and drops them. */
+ * < clock): adds the held batches stamped < clock, in (stamp, worker, seq)
+ * order, and drops them. */
 void ps_snapshot_advance(ps_snapshot *s, int32_t clock);
 
 /* ---- reads waiting for the shard's clock ---- */

@@ -18,7 +18,7 @@ int ps_msg_check(const void *buf, size_t len, uint32_t row_len, int src) {
     return strata_err_set(STRATA_ECOMM, "table: short message (%zu bytes) from rank %d", len, src);
   const ps_hdr *h = buf;
   int vals = h->type == PS_UPDATE || h->type == PS_ROWS;
-  if (h->type < PS_UPDATE || h->type > PS_SNAP || len != ps_msg_size(h->nrows, row_len, vals))
+  if (h->type < PS_UPDATE || h->type > PS_RULE || len != ps_msg_size(h->nrows, row_len, vals))
     return strata_err_set(STRATA_ECOMM, "table: malformed message (type %u, %u rows, %zu bytes) from rank %d",
                           h->type, h->nrows, len, src);
   return 0;
@@ -92,13 +92,19 @@ static void snapshot_apply(ps_snapshot *s, void *m) {
 void ps_snapshot_advance(ps_snapshot *s, int32_t clock) {
   for (; s->clock < clock; s->clock++)
     for (int w = 0; w < s->P; w++)
-      for (int i = 0; i < s->n_held; i++) {
-        ps_hdr *h = s->held[i];
-        if (h->clock != s->clock || h->from != w) continue;
-        snapshot_apply(s, s->held[i]);
-        strata_free(s->held[i]);
-        s->held[i] = s->held[--s->n_held];
-        break;
+      for (;;) {
+        /* A worker's batches of one stamp (early ones, then the last) go in
+         * the order it sent them: lowest seq first. */
+        int best = -1;
+        for (int i = 0; i < s->n_held; i++) {
+          ps_hdr *h = s->held[i];
+          if (h->clock != s->clock || h->from != w) continue;
+          if (best < 0 || h->seq < ((ps_hdr *)s->held[best])->seq) best = i;
+        }
+        if (best < 0) break;
+        snapshot_apply(s, s->held[best]);
+        strata_free(s->held[best]);
+        s->held[best] = s->held[--s->n_held];
       }
 }
 
@@ -125,15 +131,13 @@ void ps_oplog_free(ps_oplog *o) {
 
 void ps_oplog_add(ps_oplog *o, uint32_t row, const float *delta) {
   float *d = o->delta + (size_t)row * o->row_len;
-  if (!o->touched[row]) {
-    o->touched[row] = 1;
-    o->list[o->n++] = row;
-  }
+  if (!(o->touched[row] & PS_OPLOG_LISTED)) o->list[o->n++] = row;
+  o->touched[row] = PS_OPLOG_PENDING | PS_OPLOG_LISTED;
   for (uint32_t j = 0; j < o->row_len; j++) d[j] += delta[j];
 }
 
 const float *ps_oplog_row(const ps_oplog *o, uint32_t row) {
-  return o->touched[row] ? o->delta + (size_t)row * o->row_len : NULL;
+  return o->touched[row] & PS_OPLOG_PENDING ? o->delta + (size_t)row * o->row_len : NULL;
 }
 
 static int cmp_u32(const void *a, const void *b) {
@@ -141,19 +145,26 @@ static int cmp_u32(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-int ps_oplog_pack(const ps_oplog *o, int shard, int P, int from, int32_t stamp, void **out,
-                  size_t *len) {
-  uint32_t n = 0;
-  for (uint32_t i = 0; i < o->n; i++) n += (int)(o->list[i] % (uint32_t)P) == shard;
+/* Whether list entry r goes into shard's batch. */
+static int packs(const ps_oplog *o, uint32_t r, int shard, int P) {
+  return (o->touched[r] & PS_OPLOG_PENDING) && (int)(r % (uint32_t)P) == shard;
+}
+
+int ps_oplog_pack(const ps_oplog *o, int shard, int P, int from, int32_t stamp, uint32_t seq,
+                  uint32_t flags, const uint32_t *only, uint32_t n_only, void **out, size_t *len) {
+  const uint32_t *list = only ? only : o->list;
+  uint32_t n_list = only ? n_only : o->n, n = 0;
+  for (uint32_t i = 0; i < n_list; i++) n += packs(o, list[i], shard, P);
   size_t sz = ps_msg_size(n, o->row_len, 1);
   void *m = strata_malloc(sz);
   if (!m) return strata_err_set(STRATA_ENOMEM, "table: out of memory for an update of %u rows", n);
   ps_hdr *h = m;
-  *h = (ps_hdr){.type = PS_UPDATE, .from = from, .clock = stamp, .own = 0, .nrows = n, .flags = 0};
+  *h = (ps_hdr){.type = PS_UPDATE, .from = from, .clock = stamp, .nrows = n, .flags = flags,
+                .seq = seq};
   uint32_t *rows = ps_msg_rows(m);
   uint32_t k = 0;
-  for (uint32_t i = 0; i < o->n; i++)
-    if ((int)(o->list[i] % (uint32_t)P) == shard) rows[k++] = o->list[i];
+  for (uint32_t i = 0; i < n_list; i++)
+    if (packs(o, list[i], shard, P)) rows[k++] = list[i];
   /* Ascending rows let a client find a row of a kept batch by bisection. */
   qsort(rows, n, sizeof *rows, cmp_u32);
   float *vals = ps_msg_vals(m);
@@ -165,11 +176,18 @@ int ps_oplog_pack(const ps_oplog *o, int shard, int P, int from, int32_t stamp, 
   return 0;
 }
 
+void ps_oplog_forget(ps_oplog *o, uint32_t row) {
+  if (!(o->touched[row] & PS_OPLOG_PENDING)) return;
+  o->touched[row] &= (uint8_t)~PS_OPLOG_PENDING;
+  memset(o->delta + (size_t)row * o->row_len, 0, o->row_len * sizeof(float));
+}
+
 void ps_oplog_clear(ps_oplog *o) {
   for (uint32_t i = 0; i < o->n; i++) {
     uint32_t r = o->list[i];
+    if (o->touched[r] & PS_OPLOG_PENDING)
+      memset(o->delta + (size_t)r * o->row_len, 0, o->row_len * sizeof(float));
     o->touched[r] = 0;
-    memset(o->delta + (size_t)r * o->row_len, 0, o->row_len * sizeof(float));
   }
   o->n = 0;
 }

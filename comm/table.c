@@ -7,95 +7,34 @@
  *
  * Read-my-writes: the cache holds the shard's value plus this worker's own
  * deltas the shard has not applied yet. A shard tells each client, in every
- * message, up to which stamp its batches are in (`own`); the client keeps
- * each sent batch until a shard has confirmed it, and re-adds the kept ones
- * and the current oplog to every row it receives.
+ * message, how many of its batches are in (`own`); the client keeps each
+ * sent batch until a shard has confirmed it, and re-adds the kept ones and
+ * the current oplog to every row it receives.
  *
- * BSP (SSP with staleness 0): a shard adds a batch to its live rows when it
+ * BSP (a rule's exact reads: SSP with staleness 0): a shard adds a batch to its live rows when it
  * arrives, and by then a worker may already have ended the clock the batch
  * belongs to (its shard answered its reads, or it read nothing from some
  * shard), so live rows can hold updates stamped at or after the shard's
  * clock m, which a read at clock m must not see. A BSP shard therefore
  * answers every read from its pure copy (ps_snapshot, also what snapshots
- * are served from), which holds exactly the updates stamped < m, and says
- * `own` = m, so that its clients keep and re-add their own batches stamped
- * >= m.
+ * are served from), which holds exactly the updates stamped < m, and counts
+ * in `own` only the batches in that copy, so that its clients keep and
+ * re-add their own batches stamped >= m.
  */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "comm/ps.h"
+#include "comm/rule.h"
 #include "core/wait.h"
 #include "strata/core.h"
 #include "strata/table.h"
 
-
-typedef struct kept {
-  int32_t stamp;
-  void *msg; /* the UPDATE as sent */
-} kept;
-
-typedef struct keptq {
-  kept *v;
-  int n;
-  size_t cap;
-} keptq;
-
-/* A snapshot this client asked for: rows land in out as they arrive. */
-typedef struct snapwait {
-  int32_t id;
-  float *out;
-  uint64_t left; /* rows still to come */
-} snapwait;
-
-typedef struct outmsg {
-  strata_req req;
-  void *buf;
-} outmsg;
-
-struct strata_table {
-  strata_transport *t;
-  strata_table_conf c;
-  int P, me;
-  uint32_t L;
-  int err;
-  /* client */
-  float *cache;
-  int32_t *age;     /* data age of the cached copy */
-  int32_t *req_age; /* min age of the outstanding request, -1 none */
-  uint8_t *sub;     /* ESSP: the shard pushes this row to us */
-  ps_oplog log;
-  int32_t clock;
-  keptq *kept;      /* per shard */
-  /* Rows read during each of the last `period` clocks, by clock mod period:
-   * the prefetcher replays the clock one period back (the same place in the
-   * previous pass). */
-  int period;
-  uint8_t **acc;
-  uint32_t **acc_list, *n_acc;
-  int fins;
-  snapwait *snaps;
-  int n_snaps;
-  size_t cap_snaps;
-  /* server */
-  uint32_t n_local; /* rows g = me + P * l */
-  float *vals;
-  ps_vclock vc;
-  ps_pending pend;
-  ps_snapshot snap; /* conf.snapshots or pure: the updates stamped < vc.min */
-  int pure;         /* BSP: every row this shard sends comes from snap */
-  ps_pending snap_reads; /* SNAPs waiting for the snapshot to reach them */
-  uint8_t *subs;    /* n_local * P */
-  uint8_t *dirty;
-  uint32_t *dirty_list, n_dirty;
-  int byes;
-  /* outgoing */
-  outmsg *out;
-  int n_out, cap_out;
-  strata_req *reqs_scratch;
-  strata_table_stats st;
-};
+typedef strata__kept kept;
+typedef strata__keptq keptq;
+typedef strata__snapwait snapwait;
+typedef strata__outmsg outmsg;
 
 static int rank_of(const strata_table *tb, int w) { return tb->c.rank_base + w; }
 
@@ -103,6 +42,8 @@ static int fail(strata_table *tb, int rc) {
   if (!tb->err) tb->err = rc;
   return rc;
 }
+
+int strata__table_fail(strata_table *tb, int rc) { return fail(tb, rc); }
 
 /* ---- sending ---- */
 
@@ -137,6 +78,21 @@ static int post(strata_table *tb, int to, int tag, void *buf, size_t len) {
   return post_counted(tb, to, tag, buf, len, &tb->st.bytes_sent);
 }
 
+int strata__table_post(strata_table *tb, int to, int side, void *buf, size_t len) {
+  return post(tb, to, tb->c.tag + (side ? 1 : 0), buf, len);
+}
+
+int strata__table_rule_send(strata_table *tb, int to, int side, int32_t clock, uint32_t flags,
+                            const uint32_t *words, uint32_t n) {
+  size_t sz = ps_msg_size(n, tb->L, 0);
+  void *m = strata_malloc(sz);
+  if (!m) return fail(tb, strata_err_set(STRATA_ENOMEM, "table: out of memory for a message"));
+  *(ps_hdr *)m = (ps_hdr){.type = PS_RULE, .from = tb->me, .clock = clock, .nrows = n,
+                          .flags = flags};
+  if (n) memcpy(ps_msg_rows(m), words, n * sizeof *words);
+  return strata__table_post(tb, to, side, m, sz);
+}
+
 static int progress_out(strata_table *tb) {
   if (!tb->n_out) return 0;
   for (int i = 0; i < tb->n_out; i++) tb->reqs_scratch[i] = tb->out[i].req;
@@ -159,10 +115,18 @@ static int progress_out(strata_table *tb) {
 
 /* ---- server shard ---- */
 
-static uint32_t local_of(const strata_table *tb, uint32_t g) { return g / (uint32_t)tb->P; }
+static uint32_t local_of(const strata_table *tb, uint32_t g) { return strata__table_local(tb, g); }
 
-/* Sends rows (ascending, all of this shard) to client w: the live values,
- * or with PS_SNAPSHOT those of the pure snapshot. */
+/* Client w's batches in the pure copy: those received and not held. */
+static uint32_t copied(const strata_table *tb, int w) {
+  uint32_t held = 0;
+  for (int i = 0; i < tb->snap.n_held; i++) held += ((const ps_hdr *)tb->snap.held[i])->from == w;
+  return tb->seq_in[w] - held;
+}
+
+/* Sends rows (ascending, all of this shard) to client w: the live values
+ * (a BSP shard: its pure copy), or with PS_SNAPSHOT those of the pure
+ * snapshot. */
 static int send_rows(strata_table *tb, int w, const uint32_t *rows, uint32_t n, uint32_t flags) {
   size_t sz = ps_msg_size(n, tb->L, 1);
   void *m = strata_malloc(sz);
@@ -170,8 +134,12 @@ static int send_rows(strata_table *tb, int w, const uint32_t *rows, uint32_t n, 
   int snap = (flags & PS_SNAPSHOT) != 0, from_copy = snap || tb->pure;
   const float *src = from_copy ? tb->snap.vals : tb->vals;
   ps_hdr *h = m;
-  *h = (ps_hdr){.type = PS_ROWS, .from = tb->me, .clock = from_copy ? tb->snap.clock : tb->vc.min,
-                .own = tb->pure ? tb->snap.clock : tb->vc.c[w], .nrows = n, .flags = flags};
+  *h = (ps_hdr){.type = PS_ROWS,
+                .from = tb->me,
+                .clock = from_copy ? tb->snap.clock : tb->vc.min,
+                .own = (int32_t)(tb->pure ? copied(tb, w) : tb->seq_in[w]),
+                .nrows = n,
+                .flags = flags};
   uint32_t *r = ps_msg_rows(m);
   float *v = ps_msg_vals(m);
   for (uint32_t i = 0; i < n; i++) {
@@ -183,33 +151,14 @@ static int send_rows(strata_table *tb, int w, const uint32_t *rows, uint32_t n, 
                       snap ? &tb->st.snapshot_bytes : &tb->st.bytes_sent);
 }
 
+int strata__table_send_rows(strata_table *tb, int w, const uint32_t *rows, uint32_t n,
+                            uint32_t flags) {
+  return send_rows(tb, w, rows, n, flags);
+}
+
 static int cmp_u32(const void *a, const void *b) {
   uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
   return (x > y) - (x < y);
-}
-
-/* ESSP: after the shard's clock moved, every subscribed client gets the rows
- * changed since the last push it has subscribed to, and learns that its
- * other subscribed rows are current as of the new clock. */
-static int push(strata_table *tb) {
-  qsort(tb->dirty_list, tb->n_dirty, sizeof *tb->dirty_list, cmp_u32);
-  uint32_t *rows = strata_malloc((tb->n_dirty ? tb->n_dirty : 1) * sizeof *rows);
-  if (!rows) return fail(tb, strata_err_set(STRATA_ENOMEM, "table: out of memory for a push"));
-  int rc = 0;
-  for (int w = 0; w < tb->P && !rc; w++) {
-    int any = 0;
-    for (uint32_t l = 0; l < tb->n_local && !any; l++) any = tb->subs[(size_t)l * tb->P + w];
-    if (!any) continue;
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < tb->n_dirty; i++)
-      if (tb->subs[(size_t)local_of(tb, tb->dirty_list[i]) * tb->P + w]) rows[n++] = tb->dirty_list[i];
-    rc = send_rows(tb, w, rows, n, PS_PUSH);
-    tb->st.pushes += n;
-  }
-  for (uint32_t i = 0; i < tb->n_dirty; i++) tb->dirty[local_of(tb, tb->dirty_list[i])] = 0;
-  tb->n_dirty = 0;
-  strata_free(rows);
-  return rc;
 }
 
 static int answer_ready(strata_table *tb) {
@@ -255,19 +204,20 @@ static int on_server_msg(strata_table *tb, void **pm, int src) {
   switch (h->type) {
     case PS_UPDATE: {
       const float *v = ps_msg_vals(m);
+      if (h->seq != tb->seq_in[w])
+        return fail(tb, strata_err_set(STRATA_ECOMM, "table: batch %u from worker %d, expected %u",
+                                       h->seq, w, tb->seq_in[w]));
       /* A BSP shard sends only its copy: the live rows would go unread. */
       for (uint32_t i = 0; i < h->nrows && !tb->pure; i++) {
-        uint32_t l = local_of(tb, rows[i]);
-        float *dst = tb->vals + (size_t)l * tb->L;
+        float *dst = tb->vals + (size_t)local_of(tb, rows[i]) * tb->L;
         const float *d = v + (size_t)i * tb->L;
         for (uint32_t j = 0; j < tb->L; j++) dst[j] += d[j];
-        if (tb->c.cons == STRATA_CONS_ESSP && !tb->dirty[l]) {
-          tb->dirty[l] = 1;
-          tb->dirty_list[tb->n_dirty++] = rows[i];
-        }
       }
-      int advanced;
-      if ((rc = ps_vclock_tick(&tb->vc, w, h->clock, &advanced))) return fail(tb, rc);
+      tb->seq_in[w]++;
+      int advanced = 0;
+      if (!(h->flags & PS_EARLY) && (rc = ps_vclock_tick(&tb->vc, w, h->clock, &advanced)))
+        return fail(tb, rc);
+      if (tb->rule->applied && (rc = tb->rule->applied(tb, w, m))) return fail(tb, rc);
       if (tb->c.snapshots || tb->pure) {
         if ((rc = ps_snapshot_hold(&tb->snap, m))) return fail(tb, rc);
         *pm = NULL;
@@ -275,19 +225,15 @@ static int on_server_msg(strata_table *tb, void **pm, int src) {
       /* The acknowledgement lets the client drop its copy of the batch. */
       if ((rc = send_rows(tb, w, NULL, 0, 0))) return rc;
       if (advanced) {
-        if (tb->c.cons == STRATA_CONS_ESSP && (rc = push(tb))) return rc;
+        if (tb->rule->advanced && (rc = tb->rule->advanced(tb))) return fail(tb, rc);
         if ((rc = answer_ready(tb))) return rc;
       }
       return 0;
     }
     case PS_READ:
-      if (tb->c.cons == STRATA_CONS_ESSP)
-        for (uint32_t i = 0; i < h->nrows; i++) tb->subs[(size_t)local_of(tb, rows[i]) * tb->P + w] = 1;
-      if (tb->vc.min >= h->clock) {
-        qsort(rows, h->nrows, sizeof *rows, cmp_u32);
-        return send_rows(tb, w, rows, h->nrows, 0);
-      }
       qsort(rows, h->nrows, sizeof *rows, cmp_u32);
+      if (tb->rule->read_in && (rc = tb->rule->read_in(tb, w, rows, h->nrows))) return fail(tb, rc);
+      if (tb->vc.min >= h->clock) return send_rows(tb, w, rows, h->nrows, 0);
       if ((rc = ps_pending_add(&tb->pend, w, h->clock, rows, h->nrows))) return fail(tb, rc);
       return 0;
     case PS_SNAP:
@@ -300,19 +246,29 @@ static int on_server_msg(strata_table *tb, void **pm, int src) {
       if ((rc = ps_pending_add(&tb->snap_reads, w, h->clock, rows, h->nrows))) return fail(tb, rc);
       return 0;
     case PS_BYE:
-      if (++tb->byes == tb->P)
-        /* Every client has left: nothing more comes from this shard. */
-        for (int c = 0; c < tb->P && !rc; c++) {
-          ps_hdr *f = strata_malloc(sizeof *f);
-          if (!f) return fail(tb, strata_err_set(STRATA_ENOMEM, "table: out of memory"));
-          *f = (ps_hdr){.type = PS_FIN, .from = tb->me};
-          rc = post(tb, c, tb->c.tag + 1, f, sizeof *f);
-        }
-      return rc;
+      tb->byes++;
+      return 0;
+    case PS_RULE:
+      return tb->rule->message ? tb->rule->message(tb, 0, m, src) : 0;
     default:
       return fail(tb, strata_err_set(STRATA_ECOMM, "table: unexpected message type %u from rank %d",
                                      h->type, src));
   }
+}
+
+/* Once every client has left and the rule waits for nothing more, the
+ * shard tells every client that nothing more comes from it. */
+static int maybe_fin(strata_table *tb) {
+  if (tb->finned || tb->byes < tb->P || (tb->rule->settled && !tb->rule->settled(tb))) return 0;
+  tb->finned = 1;
+  int rc = 0;
+  for (int c = 0; c < tb->P && !rc; c++) {
+    ps_hdr *f = strata_malloc(sizeof *f);
+    if (!f) return fail(tb, strata_err_set(STRATA_ENOMEM, "table: out of memory"));
+    *f = (ps_hdr){.type = PS_FIN, .from = tb->me};
+    rc = post(tb, c, tb->c.tag + 1, f, sizeof *f);
+  }
+  return rc;
 }
 
 /* ---- client ---- */
@@ -333,7 +289,7 @@ static const float *kept_row(const kept *k, uint32_t g, uint32_t L) {
 static void drop_confirmed(keptq *q, int32_t own) {
   int k = 0;
   for (int i = 0; i < q->n; i++) {
-    if (q->v[i].stamp < own) strata_free(q->v[i].msg);
+    if (q->v[i].seq < (uint32_t)own) strata_free(q->v[i].msg);
     else q->v[k++] = q->v[i];
   }
   q->n = k;
@@ -379,6 +335,7 @@ static int on_client_msg(strata_table *tb, void *m, int src) {
     tb->fins++;
     return 0;
   }
+  if (h->type == PS_RULE) return tb->rule->message ? tb->rule->message(tb, 1, m, src) : 0;
   if (h->type != PS_ROWS)
     return fail(tb, strata_err_set(STRATA_ECOMM, "table: unexpected message type %u from rank %d",
                                    h->type, src));
@@ -392,19 +349,9 @@ static int on_client_msg(strata_table *tb, void *m, int src) {
     if (g >= tb->c.n_rows || (int)(g % (uint32_t)tb->P) != X) return bad_row(tb, g, src);
     set_row(tb, g, vals + (size_t)i * tb->L, h->clock, q);
     if (tb->req_age[g] >= 0 && tb->req_age[g] <= h->clock) tb->req_age[g] = -1;
-    if (!(h->flags & PS_PUSH) && tb->c.cons == STRATA_CONS_ESSP) tb->sub[g] = 1;
   }
-  if (h->flags & PS_PUSH) {
-    /* Unchanged subscribed rows are current as of the new clock too. */
-    for (uint32_t g = (uint32_t)X; g < tb->c.n_rows; g += (uint32_t)tb->P)
-      if (tb->sub[g] && tb->age[g] < h->clock) {
-        tb->age[g] = h->clock;
-        if (tb->req_age[g] >= 0 && tb->req_age[g] <= h->clock) tb->req_age[g] = -1;
-      }
-  } else {
-    tb->st.replies += h->nrows;
-  }
-  return 0;
+  if (!(h->flags & PS_PUSH)) tb->st.replies += h->nrows;
+  return tb->rule->rows_in ? tb->rule->rows_in(tb, h, rows) : 0;
 }
 
 /* Takes in everything that has arrived; *progressed when anything did. */
@@ -433,6 +380,7 @@ static int serve(strata_table *tb, int *progressed) {
       strata_free(buf);
       if (rc) return fail(tb, rc);
     }
+    if (side == 0 && (rc = maybe_fin(tb))) return rc;
   }
   return rc;
 }
@@ -480,6 +428,10 @@ static int wait_until(strata_table *tb, int (*ready)(strata_table *, void *), vo
   return rc;
 }
 
+int strata__table_wait(strata_table *tb, int (*ready)(strata_table *tb, void *ctx), void *ctx) {
+  return wait_until(tb, ready, ctx);
+}
+
 static int never(strata_table *tb, void *ctx) {
   (void)tb;
   (void)ctx;
@@ -499,7 +451,7 @@ int strata_table_serve_for(strata_table *tb, double seconds, int spin) {
 /* ---- public API ---- */
 
 static int32_t need_age(const strata_table *tb, int s) {
-  if (tb->c.cons == STRATA_CONS_ASYNC && s < 0) return INT32_MIN;
+  if (tb->rule->need) return tb->rule->need(tb, s);
   if (s < 0) s = tb->c.staleness;
   return tb->clock - s;
 }
@@ -521,8 +473,8 @@ static int post_row_list(strata_table *tb, int X, uint32_t type, int32_t clock, 
  * fresh enough. With force > 0, also rows not from the newest clock
  * (aggressive refresh); with force < 0, every row not yet subscribed to,
  * with age 0 (ESSP registration). */
-static int request(strata_table *tb, const uint32_t *list, uint32_t lo, uint32_t hi, int32_t need,
-                   int force) {
+int strata__table_request(strata_table *tb, const uint32_t *list, uint32_t lo, uint32_t hi,
+                          int32_t need, int force) {
   int32_t min_age = need < 0 || force < 0 ? 0 : need;
   uint32_t n = hi - lo;
   uint32_t *rows = strata_malloc((n ? n : 1) * sizeof *rows);
@@ -553,15 +505,6 @@ static int request(strata_table *tb, const uint32_t *list, uint32_t lo, uint32_t
   return rc;
 }
 
-/* ESSP registers a client for a row at its first read: a READ with age 0,
- * answered at once, after which the shard pushes the row. */
-static int subscribe(strata_table *tb, uint32_t lo, uint32_t hi) {
-  uint32_t g = lo;
-  while (g < hi && (tb->sub[g] || tb->req_age[g] >= 0)) g++;
-  if (g == hi) return 0;
-  return request(tb, NULL, g, hi, INT32_MAX, -1);
-}
-
 typedef struct range_ctx {
   uint32_t lo, hi;
   int32_t need;
@@ -589,9 +532,9 @@ int strata_table_get_rows(strata_table *tb, uint32_t lo, uint32_t hi, int s, flo
   if (rc) return rc;
   if (tb->err) return tb->err;
   int32_t need = need_age(tb, s);
-  if (tb->c.cons == STRATA_CONS_ESSP && (rc = subscribe(tb, lo, hi))) return rc;
+  if (tb->rule->before_read && (rc = tb->rule->before_read(tb, lo, hi))) return fail(tb, rc);
   if (need > 0) {
-    if ((rc = request(tb, NULL, lo, hi, need, 0))) return rc;
+    if ((rc = strata__table_request(tb, NULL, lo, hi, need, 0))) return rc;
     range_ctx ctx = {lo, hi, need};
     if ((rc = wait_until(tb, range_fresh, &ctx))) return rc;
   } else if ((rc = strata_table_serve(tb))) {
@@ -628,13 +571,21 @@ int strata_table_get(strata_table *tb, uint32_t row, int s, float *out) {
   return strata_table_get_rows(tb, row, row + 1, s, out);
 }
 
+void strata__table_add(strata_table *tb, uint32_t row, const float *delta) {
+  float *c = tb->cache + (size_t)row * tb->L;
+  for (uint32_t j = 0; j < tb->L; j++) c[j] += delta[j];
+  ps_oplog_add(&tb->log, row, delta);
+}
+
 int strata_table_inc(strata_table *tb, uint32_t row, const float *delta) {
   if (row >= tb->c.n_rows)
     return strata_err_set(STRATA_ERANGE, "table: row %u out of range (table has %u rows)", row,
                           tb->c.n_rows);
-  float *c = tb->cache + (size_t)row * tb->L;
-  for (uint32_t j = 0; j < tb->L; j++) c[j] += delta[j];
-  ps_oplog_add(&tb->log, row, delta);
+  if (tb->err) return tb->err;
+  int taken = 0, rc;
+  if (tb->rule->before_inc && (rc = tb->rule->before_inc(tb, row, delta, &taken)))
+    return fail(tb, rc);
+  if (!taken) strata__table_add(tb, row, delta);
   return 0;
 }
 
@@ -643,41 +594,67 @@ int strata_table_refresh(strata_table *tb, uint32_t row, int s) {
     return strata_err_set(STRATA_ERANGE, "table: row %u out of range (table has %u rows)", row,
                           tb->c.n_rows);
   int32_t need = need_age(tb, s);
-  return request(tb, NULL, row, row + 1, need < 0 ? 0 : need, tb->c.cons == STRATA_CONS_ASYNC);
+  return strata__table_request(tb, NULL, row, row + 1, need < 0 ? 0 : need, tb->rule->eager_refresh);
+}
+
+/* Packs shard X's pending rows (of only[0..n), if given) into a batch,
+ * keeps a copy until the shard has applied it (read-my-writes) and sends
+ * it. An early batch with no rows is not sent. */
+static int send_batch(strata_table *tb, int X, uint32_t flags, const uint32_t *only, uint32_t n) {
+  void *m;
+  size_t len;
+  int rc = ps_oplog_pack(&tb->log, X, tb->P, tb->me, tb->clock, tb->seq_out[X], flags, only, n, &m,
+                         &len);
+  if (rc) return fail(tb, rc);
+  if (!((ps_hdr *)m)->nrows && (flags & PS_EARLY)) {
+    strata_free(m);
+    return 0;
+  }
+  if (((ps_hdr *)m)->nrows) {
+    keptq *q = &tb->kept[X];
+    void *copy = strata_malloc(len);
+    kept *v = strata_grow(q->v, (size_t)q->n + 1, &q->cap, SIZE_MAX, sizeof *v);
+    if (v) q->v = v;
+    if (!copy || (size_t)q->n == q->cap) {
+      strata_free(copy);
+      strata_free(m);
+      return fail(tb, strata_err_set(STRATA_ENOMEM, "table: out of memory keeping a batch"));
+    }
+    memcpy(copy, m, len);
+    q->v[q->n++] = (kept){.seq = tb->seq_out[X], .msg = copy};
+  }
+  tb->seq_out[X]++;
+  if (tb->rule->batch_sent) tb->rule->batch_sent(tb, X, m);
+  return post(tb, X, tb->c.tag, m, len);
+}
+
+int strata__table_flush(strata_table *tb, const uint32_t *rows, uint32_t n) {
+  if (tb->err) return tb->err;
+  int rc = 0;
+  for (int X = 0; X < tb->P && !rc; X++) {
+    int any = 0;
+    for (uint32_t i = 0; i < n && !any; i++)
+      any = (int)(rows[i] % (uint32_t)tb->P) == X && ps_oplog_row(&tb->log, rows[i]);
+    if (any) rc = send_batch(tb, X, PS_EARLY, rows, n);
+  }
+  for (uint32_t i = 0; i < n; i++) ps_oplog_forget(&tb->log, rows[i]);
+  return rc;
 }
 
 int strata_table_clock(strata_table *tb) {
   if (tb->err) return tb->err;
   int rc = 0;
-  for (int X = 0; X < tb->P && !rc; X++) {
-    void *m;
-    size_t len;
-    if ((rc = ps_oplog_pack(&tb->log, X, tb->P, tb->me, tb->clock, &m, &len))) return fail(tb, rc);
-    if (((ps_hdr *)m)->nrows) {
-      /* Keep a copy until the shard confirms it (read-my-writes). */
-      keptq *q = &tb->kept[X];
-      void *copy = strata_malloc(len);
-      kept *v = strata_grow(q->v, (size_t)q->n + 1, &q->cap, SIZE_MAX, sizeof *v);
-      if (v) q->v = v;
-      if (!copy || (size_t)q->n == q->cap) {
-        strata_free(copy);
-        strata_free(m);
-        return fail(tb, strata_err_set(STRATA_ENOMEM, "table: out of memory keeping a batch"));
-      }
-      memcpy(copy, m, len);
-      q->v[q->n++] = (kept){.stamp = tb->clock, .msg = copy};
-    }
-    rc = post(tb, X, tb->c.tag, m, len);
-  }
+  /* One batch per shard, empty ones too: it ends the clock there. */
+  for (int X = 0; X < tb->P && !rc; X++) rc = send_batch(tb, X, 0, NULL, 0);
   ps_oplog_clear(&tb->log);
   tb->clock++;
   /* The prefetcher replays the reads of the clock one period back, which
    * iterative apps repeat (LazyTables 3.3); then that slot starts over. */
   int a = tb->clock % tb->period;
   if (!rc && tb->c.prefetch != STRATA_PREFETCH_NONE && tb->n_acc[a]) {
-    int32_t need = tb->c.cons == STRATA_CONS_ASYNC ? 0 : tb->clock - tb->c.staleness;
-    rc = request(tb, tb->acc_list[a], 0, tb->n_acc[a], need,
-                 tb->c.prefetch == STRATA_PREFETCH_AGGRESSIVE);
+    int32_t need = need_age(tb, -1);
+    rc = strata__table_request(tb, tb->acc_list[a], 0, tb->n_acc[a], need < 0 ? 0 : need,
+                               tb->c.prefetch == STRATA_PREFETCH_AGGRESSIVE);
   }
   for (uint32_t i = 0; i < tb->n_acc[a]; i++) tb->acc[a][tb->acc_list[a][i]] = 0;
   tb->n_acc[a] = 0;
@@ -750,6 +727,7 @@ void strata_table_reset_stats(strata_table *tb) { memset(&tb->st, 0, sizeof tb->
 
 void strata_table_free(strata_table *tb) {
   if (!tb) return;
+  if (tb->rule && tb->rule->free) tb->rule->free(tb);
   /* Requests still in flight are left to MPI (the job is ending). */
   for (int i = 0; i < tb->n_out; i++)
     if (tb->out[i].req.h == 0) strata_free(tb->out[i].buf);
@@ -779,13 +757,13 @@ void strata_table_free(strata_table *tb) {
   ps_pending_free(&tb->snap_reads);
   strata_free(tb->snaps);
   strata_free(tb->subs);
-  strata_free(tb->dirty);
-  strata_free(tb->dirty_list);
+  strata_free(tb->seq_out);
+  strata_free(tb->seq_in);
   strata_free(tb);
 }
 
-int strata_table_open(strata_transport *t, const strata_table_conf *conf, const float *init,
-                      strata_table **out) {
+int strata__table_open_rule(strata_transport *t, const strata_table_conf *conf,
+                            const strata__table_rule *rule, const float *init, strata_table **out) {
   *out = NULL;
   if (!conf->n_rows || !conf->row_len || conf->workers < 1 || conf->me < 0 ||
       conf->me >= conf->workers || conf->staleness < 0 || conf->tag < 0 || conf->start_clock < 0 ||
@@ -802,6 +780,7 @@ int strata_table_open(strata_transport *t, const strata_table_conf *conf, const 
   if (!tb) return strata_err_set(STRATA_ENOMEM, "table: out of memory");
   tb->t = t;
   tb->c = *conf;
+  tb->rule = rule;
   tb->P = conf->workers;
   tb->me = conf->me;
   tb->L = conf->row_len;
@@ -826,10 +805,10 @@ int strata_table_open(strata_transport *t, const strata_table_conf *conf, const 
   size_t nl = tb->n_local ? tb->n_local : 1;
   tb->vals = strata_malloc(nl * L * sizeof(float));
   tb->subs = strata_calloc(nl * (size_t)tb->P, 1);
-  tb->dirty = strata_calloc(nl, 1);
-  tb->dirty_list = strata_malloc(nl * sizeof *tb->dirty_list);
+  tb->seq_out = strata_calloc((size_t)tb->P, sizeof *tb->seq_out);
+  tb->seq_in = strata_calloc((size_t)tb->P, sizeof *tb->seq_in);
   if (!tb->cache || !tb->age || !tb->req_age || !tb->sub || !acc_ok ||
-      !tb->kept || !tb->vals || !tb->subs || !tb->dirty || !tb->dirty_list) {
+      !tb->kept || !tb->vals || !tb->subs || !tb->seq_out || !tb->seq_in) {
     rc = strata_err_set(STRATA_ENOMEM, "table: out of memory for %zu rows of %zu floats", n, L);
     goto fail;
   }
@@ -845,11 +824,12 @@ int strata_table_open(strata_transport *t, const strata_table_conf *conf, const 
   for (uint32_t l = 0; l < tb->n_local; l++)
     memcpy(tb->vals + (size_t)l * L, init + ((size_t)tb->me + (size_t)l * (size_t)tb->P) * L,
            L * sizeof(float));
-  tb->pure = conf->cons == STRATA_CONS_SSP && conf->staleness == 0;
+  tb->pure = rule->exact && rule->exact(tb);
   if ((conf->snapshots || tb->pure) &&
       (rc = ps_snapshot_init(&tb->snap, tb->P, tb->n_local, tb->L, tb->vals)))
     goto fail;
   tb->snap.clock = conf->start_clock;
+  if (rule->open && (rc = rule->open(tb))) goto fail;
   *out = tb;
   return 0;
 fail:

@@ -6,8 +6,37 @@
 
 #include <stdio.h>
 
+#include "core/mode.h"
 #include "scheduler/coordinator.h"
 #include "strata/json.h"
+
+/* The mode table (engine/modes.c). */
+
+/* The one answer for a run of mode m with resolved options o (NULL: the
+ * mode's answers alone, without the values o decides) and P workers.
+ * STRATA_EINVAL for a mode out of range. */
+int strata__mode_facts(strata_mode m, const strata_engine_opts *o, int P, strata__facts *f);
+/* The mode's checks of a run's problem, the sufficient-factor and round
+ * apps' included: before loading (p and s NULL) and after scheduling. */
+int strata__mode_check(const strata_engine_opts *o, const strata_app *app,
+                       const strata_setup *setup, const strata_problem *p,
+                       const strata_schedule *s);
+/* The names of the modes pick says yes to ("bsp, absp and ssp", last_sep
+ * " and "), into out. */
+void strata__mode_list(char *out, size_t n,
+                       int (*pick)(const strata__mode_ops *const ops[2], void *ud), void *ud,
+                       const char *last_sep);
+/* The facts the run's mode makes before any work (rank 0; sfb's
+ * topology), into r->mode_data; and their release. */
+int strata__mode_prepare(const strata_engine_opts *o, int P, strata_run_result *r);
+void strata__mode_release(strata_run_result *r);
+/* The mode's words of the configuration echo. */
+void strata__mode_echo(char *out, size_t n, const strata_engine_opts *o);
+/* The mode's lines of the CLI's summary. */
+void strata__mode_summary(FILE *out, const strata_run_result *r);
+/* The metrics keys of mode m's owner i (0 back-end, 1 rule): top level or
+ * per pass; NULL: none. */
+const char *const *strata__mode_keys(strata_mode m, int i, int per_pass);
 
 /* Serial mode: the coordinator's load and aggregation and the worker's
  * pass loop in one process, with P = 1 and no messages. */

@@ -25,74 +25,6 @@ typedef struct metrics_args {
   void *ud;
 } metrics_args;
 
-/* Clock differentials (data age - reader clock) of the reads in s. */
-static void write_diffs(strata_json *j, const char *key, const strata_worker_stats *s) {
-  strata_json_object_begin(j, key);
-  strata_json_int(j, "reads", (int64_t)s->reads);
-  strata_json_number(j, "mean", s->reads ? (double)s->diff_sum / (double)s->reads : 0.0);
-  strata_json_int(j, "min", s->diff_min);
-  strata_json_int(j, "max_staleness", -(int64_t)s->diff_min);
-  /* hist[i] counts differential -i; the last bucket everything older. */
-  int last = 0;
-  for (int b = 0; b < STRATA_TABLE_HIST; b++)
-    if (s->hist[b]) last = b;
-  strata_json_array_begin(j, "hist");
-  for (int b = 0; b <= last && s->reads; b++) strata_json_int(j, NULL, (int64_t)s->hist[b]);
-  strata_json_array_end(j);
-  strata_json_object_end(j);
-}
-
-static void add_diffs(strata_worker_stats *a, const strata_worker_stats *s) {
-  a->reads += s->reads;
-  a->diff_sum += s->diff_sum;
-  if (s->diff_min < a->diff_min) a->diff_min = s->diff_min;
-  for (int b = 0; b < STRATA_TABLE_HIST; b++) a->hist[b] += s->hist[b];
-}
-
-/* sfb: the factors applied from peers and their delays in clocks. */
-static void write_delays(strata_json *j, const strata_worker_stats *s) {
-  strata_json_object_begin(j, "factor_delay");
-  strata_json_int(j, "sets", (int64_t)s->sets_in);
-  strata_json_int(j, "factors", (int64_t)s->factors_in);
-  strata_json_number(j, "mean", s->factors_in ? (double)s->delay_sum / (double)s->factors_in : 0.0);
-  strata_json_int(j, "max", s->delay_max);
-  int last = 0;
-  for (int b = 0; b < STRATA_TABLE_HIST; b++)
-    if (s->delay_hist[b]) last = b;
-  /* hist[d] counts delay d; the last bucket everything later. */
-  strata_json_array_begin(j, "hist");
-  for (int b = 0; b <= last && s->factors_in; b++) strata_json_int(j, NULL, (int64_t)s->delay_hist[b]);
-  strata_json_array_end(j);
-  strata_json_object_end(j);
-}
-
-static void add_delays(strata_worker_stats *a, const strata_worker_stats *s) {
-  a->sets_in += s->sets_in;
-  a->factors_in += s->factors_in;
-  a->delay_sum += s->delay_sum;
-  if (s->delay_max > a->delay_max) a->delay_max = s->delay_max;
-  for (int b = 0; b < STRATA_TABLE_HIST; b++) a->delay_hist[b] += s->delay_hist[b];
-}
-
-/* sfb's figures of one worker: clocks, traffic per clock, factors. */
-static void write_sfb_stats(strata_json *j, const strata_worker_stats *s) {
-  strata_json_int(j, "clocks", s->clocks);
-  strata_json_number(j, "bytes_sent_per_clock", s->clocks ? (double)s->bytes_sent / s->clocks : 0.0);
-  strata_json_number(j, "bytes_recv_per_clock", s->clocks ? (double)s->bytes_recv / s->clocks : 0.0);
-  strata_json_number(j, "apply_s", s->apply_s);
-  strata_json_int(j, "factors_out", (int64_t)s->factors_out);
-  strata_json_array_begin(j, "from");
-  for (int q = 0; q < 64; q++)
-    if (s->from_mask >> q & 1) strata_json_int(j, NULL, q);
-  strata_json_array_end(j);
-  write_delays(j, s);
-  if (s->replica_checked) {
-    char hex[17];
-    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)s->replica_digest);
-    strata_json_string(j, "replica_digest", hex);
-  }
-}
-
 static void write_stats(strata_json *j, const strata_worker_stats *s) {
   strata_json_number(j, "time_s", s->time_s);
   strata_json_number(j, "compute_s", s->compute_s);
@@ -104,40 +36,48 @@ static void write_stats(strata_json *j, const strata_worker_stats *s) {
   strata_json_int(j, "bytes_recv", (int64_t)s->bytes_recv);
   strata_json_int(j, "eval_bytes", (int64_t)s->eval_bytes);
   strata_json_number(j, "delay_s", s->delay_s);
-  if (s->reads) {
-    strata_json_int(j, "clocks", s->clocks);
-    write_diffs(j, "clock_diff", s);
-  }
 }
 
-static void write_worker(strata_json *j, const strata_worker_stats *s, int sfb) {
+/* A worker's figures: the engine's, then its mode's (NULL: none). */
+static void write_worker(strata_json *j, const strata_worker_stats *s, const strata__facts *f) {
   write_stats(j, s);
-  if (sfb) write_sfb_stats(j, s);
+  if (f) strata__facts_metrics_worker(f, j, s);
 }
 
 /* The engine's own keys of the metrics JSON: at the top level (the
- * status server's extras included) and in each per_pass entry. An app's
- * objective, control and describe keys must be none of them (and must
- * differ from each other): strata__metrics_check_keys refuses a run
- * before any work otherwise. test_engine renders a summary with every
- * section on and checks that these lists cover every key it holds. */
+ * status server's extras included) and in each per_pass entry; every
+ * mode's own keys (core/mode.h) come on top. An app's objective, control
+ * and describe keys must be none of them (and must differ from each
+ * other): strata__metrics_check_keys refuses a run before any work
+ * otherwise. test_engine renders a summary with every section on and
+ * checks that these lists cover every key it holds. */
 static const char *const top_keys[] = {
-    "app", "mode", "workers", "strata", "depth", "passes", "stop_reason", "consistency", "sfb",
-    "straggler_ms", "straggler_spin", "disrupt", "examples", "load_s", "setup_s", "wall_s",
-    "time_per_pass_s", "updates_per_s", "mean_pass_s", "window_pass_s", "coordinator_cpu_s",
-    "coordinator_wall_s", "coordinator_train_cpu_s", "coordinator_cpu_frac", "watch_refused",
-    "resumed", "checkpoints", "rounds", "clock_diff", "factor_delay", "per_pass", "workers_total",
-    "build", "machine", "argv", "status", "settings", NULL};
+    "app", "mode", "workers", "strata", "depth", "passes", "stop_reason", "straggler_ms",
+    "straggler_spin", "disrupt", "examples", "load_s", "setup_s", "wall_s", "time_per_pass_s",
+    "updates_per_s", "mean_pass_s", "window_pass_s", "coordinator_cpu_s", "coordinator_wall_s",
+    "coordinator_train_cpu_s", "coordinator_cpu_frac", "watch_refused", "resumed", "checkpoints",
+    "rounds", "per_pass", "workers_total", "build", "machine", "argv", "status", "settings", NULL};
 static const char *const pass_keys[] = {
     "pass", "time_s", "compute_s", "wait_s", "eval_s", "bytes_sent", "bytes_recv", "view",
-    "clock_diff", "drift", "drift_rows", "factor_delay", "workers", "rounds", "round_latency_us",
-    NULL};
+    "workers", "rounds", "round_latency_us", NULL};
 
 const char *const *strata__metrics_keys(int per_pass) { return per_pass ? pass_keys : top_keys; }
 
 static int listed(const char *const *list, const char *key) {
-  for (; *list; list++)
+  for (; list && *list; list++)
     if (!strcmp(*list, key)) return 1;
+  return 0;
+}
+
+/* Whether key is the engine's, or any mode's, at the top level or (with
+ * per_pass) in a per_pass entry. */
+static int engine_key(const char *key, int per_pass) {
+  if (listed(top_keys, key) || (per_pass && listed(pass_keys, key))) return 1;
+  for (int m = 0; m < STRATA_N_MODES; m++)
+    for (int i = 0; i < 2; i++)
+      if (listed(strata__mode_keys((strata_mode)m, i, 0), key) ||
+          (per_pass && listed(strata__mode_keys((strata_mode)m, i, 1), key)))
+        return 1;
   return 0;
 }
 
@@ -147,7 +87,7 @@ static int check_key(const strata_app *app, const char *what, const char *key, i
                      const char **seen, int n) {
   if (!key || !*key)
     return strata_err_set(STRATA_EINVAL, "%s: a %s has no name", app->name, what);
-  if (listed(top_keys, key) || (per_pass && listed(pass_keys, key)))
+  if (engine_key(key, per_pass))
     return strata_err_set(STRATA_EINVAL,
                           "%s: the %s name '%s' is one of the engine's keys in the metrics JSON "
                           "(--metrics-out): rename it",
@@ -258,38 +198,10 @@ static int fill(FILE *f, void *ud) {
   strata_json_int(&j, "passes", r->passes);
   if (r->stop_reason) strata_json_string(&j, "stop_reason", r->stop_reason);
   const strata_engine_opts *o = r->opts;
-  int is_ps = o && strata_mode_is_ps(r->mode);
-  int sfb = r->mode == STRATA_MODE_SFB;
-  if (is_ps) {
-    static const char *const pf[] = {"none", "conservative", "aggressive"};
-    strata_json_object_begin(&j, "consistency");
-    if (r->mode != STRATA_MODE_ASYNC)
-      strata_json_int(&j, "staleness", o->staleness);
-    else
-      strata_json_string(&j, "staleness", "unbounded");
-    strata_json_number(&j, "wpc", o->wpc);
-    strata_json_string(&j, "prefetch", pf[o->prefetch]);
-    strata_json_object_end(&j);
-  }
-  if (sfb && o) {
-    strata_json_object_begin(&j, "sfb");
-    strata_json_int(&j, "staleness", o->staleness);
-    strata_json_int(&j, "peers", r->sfb_peers);
-    strata_json_bool(&j, "full_broadcast", r->sfb_peers == r->workers - 1);
-    strata_json_int(&j, "tau", r->sfb_tau);
-    strata_json_int(&j, "tau_lower_bound", r->sfb_tau_lower);
-    strata_json_bool(&j, "tau_optimal", r->sfb_tau_optimal);
-    /* topology[p]: worker p's out-peers */
-    strata_json_array_begin(&j, "topology");
-    for (int p = 0; r->sfb_topology && p < r->workers; p++) {
-      strata_json_array_begin(&j, NULL);
-      for (int q = 0; q < r->sfb_peers; q++) strata_json_int(&j, NULL, r->sfb_topology[p * r->sfb_peers + q]);
-      strata_json_array_end(&j);
-    }
-    strata_json_array_end(&j);
-    strata_json_bool(&j, "check_replicas", o->check_replicas);
-    strata_json_object_end(&j);
-  }
+  strata__facts facts, *mf = NULL;
+  if (!strata__mode_facts(r->mode, o, r->workers, &facts)) mf = &facts;
+  /* The mode's own sections: its settings and its figures over the run. */
+  if (mf) strata__facts_metrics(mf, &j, r);
   if (o && o->straggler_ms) {
     strata_json_int(&j, "straggler_ms", o->straggler_ms);
     strata_json_bool(&j, "straggler_spin", o->straggler_spin);
@@ -341,19 +253,6 @@ static int fill(FILE *f, void *ud) {
   }
   if (a->extra) a->extra(&j, a->ud);
   if (r->rounds_per_pass) write_rounds(&j, r);
-  if (is_ps) {
-    /* Over every pass and worker: the ESSP paper's staleness profile. */
-    strata_worker_stats sum;
-    memset(&sum, 0, sizeof sum);
-    for (int w = 0; w < r->workers && r->worker_total; w++) add_diffs(&sum, &r->worker_total[w]);
-    write_diffs(&j, "clock_diff", &sum);
-  }
-  if (sfb) {
-    strata_worker_stats sum;
-    memset(&sum, 0, sizeof sum);
-    for (int w = 0; w < r->workers && r->worker_total; w++) add_delays(&sum, &r->worker_total[w]);
-    write_delays(&j, &sum);
-  }
   strata_json_array_begin(&j, "per_pass");
   for (int p = 0; p < a->done; p++) {
     const strata_pass_stats *ps = &r->per_pass[p];
@@ -380,29 +279,11 @@ static int fill(FILE *f, void *ud) {
         strata_json_double(&j, app->objective_names[i], ps->view_objectives[i]);
       strata_json_object_end(&j);
     }
-    if (is_ps) {
-      strata_worker_stats sum;
-      memset(&sum, 0, sizeof sum);
-      for (int w = 0; w < r->workers; w++)
-        add_diffs(&sum, &r->per_pass_worker[(size_t)p * (size_t)r->workers + (size_t)w]);
-      write_diffs(&j, "clock_diff", &sum);
-    }
-    if (sfb) {
-      /* drift: the largest |W_p - W_q| over every pair of replicas at the
-       * pass's end, over drift_rows rows of W; null when not measured (one
-       * worker) or not finite. */
-      strata_json_number(&j, "drift", ps->drift < 0 ? 0.0 / 0.0 : ps->drift);
-      strata_json_int(&j, "drift_rows", ps->drift_rows);
-      strata_worker_stats sum;
-      memset(&sum, 0, sizeof sum);
-      for (int w = 0; w < r->workers; w++)
-        add_delays(&sum, &r->per_pass_worker[(size_t)p * (size_t)r->workers + (size_t)w]);
-      write_delays(&j, &sum);
-    }
+    if (mf) strata__facts_metrics_pass(mf, &j, r, p);
     strata_json_array_begin(&j, "workers");
     for (int w = 0; w < r->workers; w++) {
       strata_json_object_begin(&j, NULL);
-      write_worker(&j, &r->per_pass_worker[(size_t)p * (size_t)r->workers + (size_t)w], sfb);
+      write_worker(&j, &r->per_pass_worker[(size_t)p * (size_t)r->workers + (size_t)w], mf);
       strata_json_object_end(&j);
     }
     strata_json_array_end(&j);
@@ -413,7 +294,7 @@ static int fill(FILE *f, void *ud) {
   for (int w = 0; w < r->workers && r->worker_total; w++) {
     strata_json_object_begin(&j, NULL);
     strata_json_int(&j, "worker", w);
-    write_worker(&j, &r->worker_total[w], sfb);
+    write_worker(&j, &r->worker_total[w], mf);
     strata_json_object_end(&j);
   }
   strata_json_array_end(&j);

@@ -2,8 +2,9 @@
  * The engine: strata_engine_run gives each rank its role (the coordinator,
  * a worker, or in serial mode both in one process) and strata_engine_finish
  * ends every rank alike. It is the one layer that knows both sides: it
- * reads the mode table (worker/) and hands the coordinator (scheduler/) the
- * facts of the run's mode.
+ * asks the mode table (engine/modes.c) once for the facts of the run's
+ * mode, hands the coordinator (scheduler/) those facts and the workers
+ * (worker/) the mode's back-end.
  */
 #include <string.h>
 #include <sys/stat.h>
@@ -15,7 +16,6 @@
 #include "engine/status.h"
 #include "scheduler/coordinator.h"
 #include "strata/core.h"
-#include "worker/sfb_topology.h"
 #include "worker/worker.h"
 
 /* The model directory may exist (files in it are replaced) or be creatable. */
@@ -32,10 +32,9 @@ static int check_model_dir(const char *dir) {
 }
 
 /* What every run checks before any work, so that a typo costs nothing. */
-static int check_run(const strata_app *app, const strata_engine_opts *opts, int serial) {
-  if (!strata__backend_of(opts->mode))
-    return strata_err_set(STRATA_EINVAL, "unknown mode %d", (int)opts->mode);
-  if (serial && strata__mode_all_rotating(opts->mode))
+static int check_run(const strata_app *app, const strata_engine_opts *opts,
+                     const strata__facts *f, int serial) {
+  if (serial && f->all_rotating)
     return strata_err_set(STRATA_EUSAGE, "--mode %s needs workers over a transport, not a serial run",
                           strata_mode_name(opts->mode));
   if (app->n_partials > STRATA_MAX_PARTIALS || app->n_objectives > STRATA_MAX_OBJECTIVES ||
@@ -48,29 +47,14 @@ static int check_run(const strata_app *app, const strata_engine_opts *opts, int 
   return rc;
 }
 
-/* sfb: the partial-broadcast topology every worker computes alike, for the
- * log and the metrics; a --peers that fits no topology ends the run here. */
-static int sfb_topology(const strata_engine_opts *opts, int P, strata_run_result *r) {
-  if (P < 2 && !opts->peers) return 0;
-  strata__topology topo;
-  int rc = strata__sfb_topology(P, opts->peers ? opts->peers : P - 1, &topo);
-  if (rc) return rc;
-  r->sfb_peers = topo.Q;
-  r->sfb_tau = topo.tau;
-  r->sfb_tau_lower = topo.lower;
-  r->sfb_tau_optimal = topo.optimal;
-  r->sfb_topology = topo.peers;
-  strata_log(STRATA_LOG_INFO,
-             "sfb: %d workers, %d out-peer%s each (%s broadcast): tau %d clock%s (%s; lower bound %d)",
-             P, topo.Q, topo.Q == 1 ? "" : "s", topo.Q == P - 1 ? "full" : "partial", topo.tau,
-             topo.tau == 1 ? "" : "s", topo.optimal ? "optimal" : "not proven optimal", topo.lower);
-  return 0;
-}
-
 int strata_engine_run(const strata_app *app, void *cfg, const strata_engine_opts *opts,
                       strata_transport *t, strata_run_result *result) {
   int serial = t == NULL;
   int P = serial ? 1 : t->size - 1;
+  /* Every rank asks alike, so a mode out of range ends every rank here. */
+  strata__facts facts;
+  int frc = strata__mode_facts(opts->mode, opts, P, &facts);
+  if (frc) return frc;
   /* The readers and load check their sizes against the run's limit too. */
   strata_mem_set_limit(opts->mem_limit);
   {
@@ -90,7 +74,9 @@ int strata_engine_run(const strata_app *app, void *cfg, const strata_engine_opts
   }
   if (!serial && t->rank > 0) {
     int own = 0;
-    int rc = strata__worker_main(app, cfg, opts, t, &own);
+    strata_setup setup;
+    strata_engine_setup(app, opts, P, t->rank - 1, &setup);
+    int rc = strata__worker_main(app, cfg, opts, facts.backend, &setup, t, &own);
     result->peers_blocked = own;
     /* After a failure no verdict follows (strata_engine_finish): the run
      * is over for this rank. */
@@ -100,20 +86,20 @@ int strata_engine_run(const strata_app *app, void *cfg, const strata_engine_opts
   strata__run run = {.app = app,
                      .cfg = cfg,
                      .opts = opts,
-                     .all_rotating = strata__mode_all_rotating(opts->mode),
-                     .lag = strata__mode_control_lag(opts),
+                     .facts = &facts,
                      .check = strata__mode_check,
                      .check_keys = strata__metrics_check_keys};
   strata_engine_setup(app, opts, P, -1, &run.setup);
   double cpu0 = strata_cpu_seconds(), wall0 = strata_now();
-  int rc = check_run(app, opts, serial);
+  int rc = check_run(app, opts, &facts, serial);
   /* The live status listens before any work: a port in use costs nothing. */
   if (!rc && opts->status_addr) {
     rc = strata__status_open(opts->status_addr, app, opts, P);
     if (!rc && opts->on_status) opts->on_status(opts->on_status_ud, strata__status_url());
     run.view = strata__status_view();
   }
-  if (!rc && opts->mode == STRATA_MODE_SFB) rc = sfb_topology(opts, P, result);
+  /* Facts the mode makes before any work (sfb: its topology). */
+  if (!rc) rc = strata__mode_prepare(opts, P, result);
   if (rc) {
     if (!serial) strata__coordinator_fail(t, rc);
   } else {
@@ -158,7 +144,7 @@ void strata_run_result_close(strata_run_result *r) {
   strata_free(r->per_pass);
   strata_free(r->per_pass_worker);
   strata_free(r->worker_total);
-  strata_free(r->sfb_topology);
+  strata__mode_release(r);
   strata_problem_close(&r->problem);
   memset(r, 0, sizeof *r);
 }

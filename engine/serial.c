@@ -77,7 +77,7 @@ int strata__serial_run(const strata__run *run, strata_run_result *result) {
   strata__ckpt_run ck;
   memset(&ck, 0, sizeof ck);
   strata__agg agg = {.app = app, .cfg = run->cfg, .opts = opts, .setup = run->setup,
-                     .prob = p, .res = result, .lag = run->lag,
+                     .prob = p, .res = result, .facts = run->facts, .lag = run->facts->lag,
                      .summed = strata__ckpt_summed, .summed_ud = &ck, .view = run->view};
   strata__worker w;
   memset(&w, 0, sizeof w);
@@ -86,11 +86,12 @@ int strata__serial_run(const strata__run *run, strata_run_result *result) {
   memset(&sr, 0, sizeof sr);
   double t0 = strata_now();
   int rc = strata__agg_open(&agg);
-  if (!rc) rc = strata__ckpt_open(&ck, app, opts, &run->setup, 0);
+  if (!rc) rc = strata__ckpt_open(&ck, app, opts, &run->setup, run->facts);
   if (!rc) rc = strata__coordinator_load(run, p, &sched);
   if (!rc) rc = strata__ckpt_loaded(&ck, p, &sched, &agg);
   if (rc) goto done;
   result->load_s = strata_now() - t0;
+  w.backend = run->facts->backend;
   w.app = app;
   w.cfg = run->cfg;
   w.setup = run->setup;

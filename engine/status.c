@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/prom.h"
 #include "core/wait.h"
 #include "engine/engine.h"
 #include "scheduler/aggregate.h"
@@ -126,43 +127,10 @@ static void put_json_extra(strata_json *j, void *ud) {
   strata_json_object_end(j);
 }
 
-/* Prometheus' text format: a sample value (NaN and infinities spelled its way).
- */
-static void pval(FILE *f, double v) {
-  if (isnan(v))
-    fputs("NaN", f);
-  else if (isinf(v))
-    fputs(v > 0 ? "+Inf" : "-Inf", f);
-  else
-    fprintf(f, "%.17g", v);
-}
-
-static void family(FILE *f, const char *name, const char *type, const char *help) {
-  fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
-static void sample(FILE *f, const char *name, const char *labels, double v) {
-  fputs(name, f);
-  if (labels && labels[0])
-    fprintf(f, "{%s}", labels);
-  fputc(' ', f);
-  pval(f, v);
-  fputc('\n', f);
-}
-
-/* A label value, escaped as the format asks (backslash, quote, newline). */
-static void label_value(char *out, size_t n, const char *v) {
-  size_t k = 0;
-  for (; *v && k + 3 < n; v++) {
-    if (*v == '\\' || *v == '"')
-      out[k++] = '\\', out[k++] = *v;
-    else if (*v == '\n')
-      out[k++] = '\\', out[k++] = 'n';
-    else
-      out[k++] = *v;
-  }
-  out[k] = '\0';
-}
+/* Prometheus' text format (core/prom.h). */
+#define family strata__prom_family
+#define sample strata__prom_sample
+#define label_value strata__prom_label
 
 /* A field of strata_worker_stats, as a sample value. */
 typedef enum { F_DOUBLE, F_U64, F_I32 } field_kind;
@@ -201,38 +169,6 @@ static void per_worker(FILE *f, const strata_run_result *r, int done, int last, 
   }
 }
 #define WS(m) offsetof(strata_worker_stats, m)
-
-/* A histogram whose buckets are hist[0..STRATA_TABLE_HIST), bucket b
- * holding the observations of value sign * b, the last one everything
- * beyond; in the order of rising upper bounds. */
-static void histogram(FILE *f, const char *name, const char *help, const uint64_t *hist, int sign,
-                      double sum, uint64_t count) {
-  family(f, name, "histogram", help);
-  char bname[96], lab[48];
-  snprintf(bname, sizeof bname, "%s_bucket", name);
-  uint64_t cum = 0;
-  if (sign < 0) {
-    /* differentials 0, -1, ...: the bound -b holds buckets b and older */
-    for (int b = STRATA_TABLE_HIST - 1; b >= 0; b--) {
-      cum += hist[b];
-      snprintf(lab, sizeof lab, "le=\"%d\"", -b);
-      sample(f, bname, lab, (double)cum);
-    }
-  } else {
-    /* delays 0, 1, ...: the last bucket is "that or later", so +Inf only */
-    for (int b = 0; b < STRATA_TABLE_HIST - 1; b++) {
-      cum += hist[b];
-      snprintf(lab, sizeof lab, "le=\"%d\"", b);
-      sample(f, bname, lab, (double)cum);
-    }
-  }
-  sample(f, bname, "le=\"+Inf\"", (double)count);
-  char n2[96];
-  snprintf(n2, sizeof n2, "%s_sum", name);
-  sample(f, n2, NULL, sum);
-  snprintf(n2, sizeof n2, "%s_count", name);
-  sample(f, n2, NULL, (double)count);
-}
 
 static void render_prom(FILE *f, const status *s, const strata_run_result *r, int done) {
   const strata_app *app = s->app;
@@ -295,20 +231,12 @@ static void render_prom(FILE *f, const status *s, const strata_run_result *r, in
       sample(f, "strata_control", lab, done ? r->per_pass[done - 1].control[i] : NAN);
     }
   }
-  uint64_t sent = 0, recv = 0, evalb = 0, reads = 0, factors = 0;
-  double dsum = 0, delsum = 0;
-  uint64_t dh[STRATA_TABLE_HIST] = {0}, fh[STRATA_TABLE_HIST] = {0};
+  uint64_t sent = 0, recv = 0, evalb = 0;
   for (int w = 0; w < r->workers && r->worker_total; w++) {
     const strata_worker_stats *t = &r->worker_total[w];
     sent += t->bytes_sent;
     recv += t->bytes_recv;
     evalb += t->eval_bytes;
-    reads += t->reads;
-    dsum += (double)t->diff_sum;
-    factors += t->factors_in;
-    delsum += (double)t->delay_sum;
-    for (int b = 0; b < STRATA_TABLE_HIST; b++)
-      dh[b] += t->hist[b], fh[b] += t->delay_hist[b];
   }
   family(f, "strata_bytes_sent_total", "counter",
          "bytes the workers sent: rotating blocks, table traffic or factors "
@@ -345,25 +273,13 @@ static void render_prom(FILE *f, const status *s, const strata_run_result *r, in
              "the worker's wall seconds in the last summed pass", WS(time_s), F_DOUBLE);
   per_worker(f, r, done, 1, "strata_worker_last_pass_wait_seconds", "gauge",
              "the worker's seconds waiting in the last summed pass", WS(wait_s), F_DOUBLE);
-  if (strata_mode_is_ps(s->o->mode) || s->o->mode == STRATA_MODE_SFB)
-    per_worker(f, r, done, 0, "strata_worker_clocks_total", "counter", "clocks the worker ended",
-               WS(clocks), F_I32);
-  if (strata_mode_is_ps(s->o->mode))
-    histogram(f, "strata_clock_differential",
-              "table row reads by clock differential (the row's clock minus "
-              "the reader's, in clocks; "
-              "0 is fresh, the lowest bucket also holds older reads)",
-              dh, -1, dsum, reads);
-  if (s->o->mode == STRATA_MODE_SFB) {
-    histogram(f, "strata_factor_delay_clocks",
-              "sufficient factors applied, by delay in clocks (0: in time for "
-              "the next clock)",
-              fh, 1, delsum, factors);
-    family(f, "strata_replica_drift", "gauge",
-           "largest difference between two workers' replicas after the last "
-           "summed pass (NaN: not measured)");
-    double drift = done ? r->per_pass[done - 1].drift : -1;
-    sample(f, "strata_replica_drift", NULL, drift < 0 ? NAN : drift);
+  strata__facts facts;
+  if (!strata__mode_facts(s->o->mode, s->o, r->workers, &facts)) {
+    if (facts.counts_clocks)
+      per_worker(f, r, done, 0, "strata_worker_clocks_total", "counter", "clocks the worker ended",
+                 WS(clocks), F_I32);
+    /* The mode's own families: histograms of its reads' or factors' ages. */
+    strata__facts_status(&facts, f, r, done);
   }
 }
 

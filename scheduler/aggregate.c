@@ -161,11 +161,9 @@ int strata__agg_reserve(strata__agg *c, int n) {
   if (need > N) return strata_err_set(STRATA_EINVAL, "coordinator: pass %d of a run of %zu", n, N);
   if (need <= c->cap_pass && need <= c->cap_worker && need <= c->cap_ctl && need <= c->cap_obj)
     return 0;
-  size_t old = c->cap_pass;
   void *q = grow_passes(r->per_pass, &c->cap_pass, need, N, sizeof *r->per_pass);
   if (q) {
     r->per_pass = q;
-    for (size_t i = old; i < c->cap_pass; i++) r->per_pass[i].drift = -1;
     q = grow_passes(r->per_pass_worker, &c->cap_worker, need, N, P * sizeof *r->per_pass_worker);
   }
   if (q) {
@@ -218,21 +216,10 @@ int strata__agg_report(void *ud, const pass_report *rep) {
   tot->eval_bytes += ws->eval_bytes;
   tot->delay_s += ws->delay_s;
   tot->clocks += ws->clocks;
-  tot->reads += ws->reads;
-  tot->diff_sum += ws->diff_sum;
-  if (ws->diff_min < tot->diff_min) tot->diff_min = ws->diff_min;
-  for (int b = 0; b < STRATA_TABLE_HIST; b++) tot->hist[b] += ws->hist[b];
   tot->apply_s += ws->apply_s;
-  tot->sets_in += ws->sets_in;
-  tot->factors_in += ws->factors_in;
-  tot->factors_out += ws->factors_out;
-  tot->delay_sum += ws->delay_sum;
-  if (ws->delay_max > tot->delay_max) tot->delay_max = ws->delay_max;
-  for (int b = 0; b < STRATA_TABLE_HIST; b++) tot->delay_hist[b] += ws->delay_hist[b];
-  tot->from_mask |= ws->from_mask;
-  if (!(ws->drift < 0)) { /* measured (a NaN replica included) */
-    ps->drift = ws->drift;
-    ps->drift_rows = ws->drift_rows;
+  if (c->facts) {
+    strata__facts_stats_add(c->facts, tot, ws);
+    strata__facts_pass_add(c->facts, ps, ws);
   }
   ps->pass = rep->pass;
   memcpy(ps->control, c->ctl[pi].ctl, sizeof ps->control);

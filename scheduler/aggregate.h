@@ -9,6 +9,7 @@
 #define STRATA_SCHEDULER_AGGREGATE_H
 
 #include "comm/protocol.h"
+#include "core/mode.h"
 #include "scheduler/view.h"
 #include "strata/engine.h"
 
@@ -20,6 +21,7 @@ typedef struct strata__agg {
   strata_setup setup;
   const strata_problem *prob; /* objectives and n_examples read it */
   strata_run_result *res;
+  const strata__facts *facts; /* the mode's: how its own figures add up */
   int lag; /* verdict lag L: pass k's verdict once pass k - L is summed */
   /* Called with every verdict as it is decided (the coordinator sends it
    * to every worker); NULL: kept for strata__agg_control only. */

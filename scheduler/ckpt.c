@@ -365,14 +365,13 @@ static int check_manifest(strata__ckpt_run *ck) {
 }
 
 int strata__ckpt_open(strata__ckpt_run *ck, const strata_app *app, const strata_engine_opts *opts,
-                      const strata_setup *setup, int all_rotating) {
+                      const strata_setup *setup, const strata__facts *mode) {
   memset(ck, 0, sizeof *ck);
   ck->app = app;
   ck->opts = opts;
   ck->setup = *setup;
   ck->P = setup->workers;
-  ck->all_rotating = all_rotating;
-  ck->sfb = setup->mode == STRATA_MODE_SFB;
+  ck->parts = mode->ckpt;
   ck->resumed_from = -1;
   int rc = 0;
   if (opts->resume_dir) {
@@ -498,7 +497,7 @@ static int worker_dest(rctx *c, const strata__ckpt_entry *e, void **buf) {
       return 0;
     case STRATA__CK_ROTATING:
       if (e->id < 0 || e->id >= p->n_rotating || e->len != p->rotating[e->id].len ||
-          (ck->all_rotating && !ck->sfb))
+          !(ck->parts & (STRATA__CKP_ROTATING | STRATA__CKP_REPLICAS)))
         return unexpected(c, e, "not a rotating block of this run");
       if (ck->rot_of) {
         void **slot = &ck->rot_of[(size_t)w * (size_t)p->n_rotating + (size_t)e->id];
@@ -514,7 +513,8 @@ static int worker_dest(rctx *c, const strata__ckpt_entry *e, void **buf) {
       *buf = p->rotating[e->id].buf;
       return 0;
     case STRATA__CK_GLOBAL:
-      if (!p->global.len || e->len != p->global.len || ck->all_rotating || c->global_seen[w])
+      if (!p->global.len || e->len != p->global.len || !(ck->parts & STRATA__CKP_GLOBAL) ||
+          c->global_seen[w])
         return unexpected(c, e, "not this run's global block, or twice");
       c->global_seen[w] = 1;
       if (ck->P == 1) {
@@ -530,7 +530,7 @@ static int worker_dest(rctx *c, const strata__ckpt_entry *e, void **buf) {
       for (int r = 0; r < p->n_rotating; r++) rows += p->rotating[r].nrows;
       if (p->global.len) rows += p->global.nrows;
       uint64_t mine = rows > (uint32_t)w ? (rows - (uint32_t)w + (uint32_t)ck->P - 1) / (uint32_t)ck->P : 0;
-      if (!ck->all_rotating || ck->sfb || e->id != w || e->aux != c->L || c->rows ||
+      if (!(ck->parts & STRATA__CKP_TABLE) || e->id != w || e->aux != c->L || c->rows ||
           e->len != mine * c->L * sizeof(float))
         return unexpected(c, e, "not this worker's shard of the table");
       c->rows = strata_malloc(e->len ? e->len : 1);
@@ -596,14 +596,14 @@ static int check_coverage(rctx *c) {
   for (int i = 0; i < p->n_resident; i++)
     if (p->resident[i].len && !c->res_seen[i])
       return strata_err_set(STRATA_EPARSE, "%s: resident block %d is in no part", ck->manifest, i);
-  for (int r = 0; r < p->n_rotating && (!ck->all_rotating || ck->sfb); r++)
+  for (int r = 0; r < p->n_rotating && (ck->parts & (STRATA__CKP_ROTATING | STRATA__CKP_REPLICAS)); r++)
     if (p->rotating[r].len && !c->rot_seen[r])
       return strata_err_set(STRATA_EPARSE, "%s: rotating block %d is in no part", ck->manifest, r);
-  for (int w = 0; w < ck->P && ck->all_rotating && !ck->sfb; w++)
+  for (int w = 0; w < ck->P && (ck->parts & STRATA__CKP_TABLE); w++)
     if (!c->table_seen[w])
       return strata_err_set(STRATA_EPARSE, "%s: worker %d's shard of the table is in no part",
                             ck->manifest, w);
-  for (int w = 0; w < ck->P && p->global.len && !ck->all_rotating; w++)
+  for (int w = 0; w < ck->P && p->global.len && (ck->parts & STRATA__CKP_GLOBAL); w++)
     if (!c->global_seen[w])
       return strata_err_set(STRATA_EPARSE, "%s: worker %d's global block is in no part", ck->manifest, w);
   if (ck->rot_of)
@@ -627,8 +627,8 @@ static int resume_parts(strata__ckpt_run *ck, strata_problem *p, const strata_sc
   c.global_seen = strata_calloc((size_t)ck->P, 1);
   c.table_seen = strata_calloc((size_t)ck->P, 1);
   ck->global_of = strata_calloc((size_t)ck->P, sizeof *ck->global_of);
-  /* Under partial broadcast every replica is its own (worker/sfb.c). */
-  int partial = ck->sfb && ck->opts->peers && ck->opts->peers < ck->P - 1;
+  /* Every worker's replica is its own (sfb's partial broadcast). */
+  int partial = (ck->parts & STRATA__CKP_REPLICAS) != 0;
   if (partial)
     ck->rot_of = strata_calloc((size_t)ck->P * (size_t)p->n_rotating, sizeof *ck->rot_of);
   int rc = 0;
@@ -646,7 +646,7 @@ static int resume_parts(strata__ckpt_run *ck, strata_problem *p, const strata_sc
     agg->cpu_before = c.cs.train_cpu_s;
     agg->res->resumed_passes = n;
     /* The coordinator's copy of the global block: worker 0's. */
-    if (ck->P > 1 && p->global.len && !ck->all_rotating)
+    if (ck->P > 1 && p->global.len && (ck->parts & STRATA__CKP_GLOBAL))
       memcpy(p->global.buf, ck->global_of[0], p->global.len);
   }
   strata_free(c.res_seen);

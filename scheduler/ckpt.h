@@ -11,6 +11,7 @@
 
 #include "comm/protocol.h"
 #include "core/manifest.h"
+#include "core/mode.h"
 #include "strata/engine.h"
 
 struct strata__agg;
@@ -30,7 +31,7 @@ typedef struct strata__ckpt_run {
   const strata_engine_opts *opts;
   strata_setup setup;
   int P;
-  int all_rotating, sfb; /* how the mode holds its rotating blocks */
+  unsigned parts; /* what the parts hold (STRATA__CKP_*: the mode's answer) */
   /* the data as load produced it (meta, data and eval blocks) */
   uint64_t data_sum, data_bytes;
   /* writing: checkpoints waiting for their parts, oldest first */
@@ -47,12 +48,12 @@ typedef struct strata__ckpt_run {
   int n_rot;
 } strata__ckpt_run;
 
-/* Opens the checkpoint state of a run: with --resume, finds the last
+/* Opens the checkpoint state of a run of mode `mode`: with --resume, finds the last
  * complete checkpoint and checks its manifest against the run (app, mode,
  * workers, settings, passes); with --checkpoint, prepares the directory.
  * Before load, so that a refused resume costs nothing. */
 int strata__ckpt_open(strata__ckpt_run *ck, const strata_app *app, const strata_engine_opts *opts,
-                      const strata_setup *setup, int all_rotating);
+                      const strata_setup *setup, const strata__facts *mode);
 void strata__ckpt_close(strata__ckpt_run *ck);
 
 /* After load and schedule: the data's identity, and when resuming, checks

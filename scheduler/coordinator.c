@@ -326,7 +326,7 @@ static int ship(coord *c, strata_transport *t, void *sched_buf, size_t sched_len
     /* One bundle per worker; the training data is not needed here once
      * copied, so it goes as the bundle grows. */
     size_t total;
-    int n = strata__setup_blocks(&c->sched, w, c->run->all_rotating, p->data, p->eval, p->resident, p->rotating, list,
+    int n = strata__setup_blocks(&c->sched, w, c->run->facts->all_rotating, p->data, p->eval, p->resident, p->rotating, list,
                                  &total);
     char *bundle = strata_malloc(total ? total : 1);
     if (!bundle) {
@@ -452,7 +452,7 @@ static int check_memory(coord *c, host_info *hosts) {
   strata__host_info(&now);
   hosts[0].rss = now.rss;
   if (!rc)
-    rc = strata__mem_check(c->app, c->opts, c->run->all_rotating, &c->prob, &c->sched, hosts,
+    rc = strata__mem_check(c->app, c->opts, c->run->facts, &c->prob, &c->sched, hosts,
                            c->opts->mem_limit);
   return rc;
 }
@@ -552,7 +552,7 @@ static int run_coordinator(coord *c, strata_transport *t) {
   if (hosts) strata__host_info(&hosts[0]);
   /* A resume refused for its settings costs no loading. */
   int rc = hosts ? 0 : strata_err_set(STRATA_ENOMEM, "coordinator: out of memory");
-  if (!rc) rc = strata__ckpt_open(&c->ck, c->app, c->opts, &c->setup, c->run->all_rotating);
+  if (!rc) rc = strata__ckpt_open(&c->ck, c->app, c->opts, &c->setup, c->run->facts);
   if (!rc) rc = strata__coordinator_load(c->run, &c->prob, &c->sched);
   if (!rc) rc = strata__ckpt_loaded(&c->ck, &c->prob, &c->sched, &c->agg);
   if (!rc) rc = check_memory(c, hosts);
@@ -702,7 +702,7 @@ int strata__coordinator_run(const strata__run *run, strata_transport *t, strata_
   coord c = {.run = run, .app = run->app, .cfg = run->cfg, .opts = run->opts,
              .setup = run->setup, .res = result, .t = t};
   c.agg = (strata__agg){.app = run->app, .cfg = run->cfg, .opts = run->opts, .setup = run->setup,
-                        .prob = &c.prob, .res = result, .lag = run->lag,
+                        .prob = &c.prob, .res = result, .facts = run->facts, .lag = run->facts->lag,
                         .publish = publish, .publish_ud = &c,
                         .summed = strata__ckpt_summed, .summed_ud = &c.ck,
                         .view = run->view};

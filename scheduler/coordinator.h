@@ -8,6 +8,7 @@
 #ifndef STRATA_SCHEDULER_COORDINATOR_H
 #define STRATA_SCHEDULER_COORDINATOR_H
 
+#include "core/mode.h"
 #include "scheduler/view.h"
 #include "strata/engine.h"
 
@@ -17,8 +18,7 @@ typedef struct strata__run {
   const void *cfg;
   const strata_engine_opts *opts;
   strata_setup setup;
-  int all_rotating; /* every worker gets every rotating block at set-up */
-  int lag;          /* verdict lag L */
+  const strata__facts *facts; /* the mode's */
   /* The mode's check of the problem: before loading (p and s NULL) and
    * after scheduling; NULL: none. */
   int (*check)(const strata_engine_opts *o, const strata_app *app, const strata_setup *setup,

@@ -1,13 +1,10 @@
 /*
- * Memory before work (scheduler/memory.h). The estimate follows where each
- * mode's engine code allocates: a worker receives its blocks as one bundle
- * and copies each out (twice the shipped bytes at set-up); the ring keeps a
- * second buffer for a block it sends on and, with evaluation, a copy of
- * every rotating block; the tables keep a cache of the whole table, an
- * oplog of its size, a shard and its snapshot copy, and snapshot buffers of
- * the rows scored for the passes in flight; sfb a replica and its factor
- * sets. The coordinator keeps the problem and builds every worker's bundle
- * before the sends complete.
+ * Memory before work (scheduler/memory.h). A worker receives its blocks as
+ * one bundle and copies each out (twice the shipped bytes at set-up); what
+ * it holds for the parameters after that is its mode's answer (core/mode.h,
+ * memory: each back-end and rule counts what its code allocates). The
+ * coordinator keeps the problem and builds every worker's bundle before
+ * the sends complete.
  */
 #include "scheduler/memory.h"
 
@@ -31,16 +28,14 @@ static double block_sum(const strata_block *b, int n) {
 typedef struct run_facts {
   const strata_app *app;
   const strata_engine_opts *opts;
-  int all_rotating;
+  const strata__facts *mode;
 } run_facts;
 
 static need worker_need(const run_facts *run, const strata_problem *p, const strata_schedule *s,
                         int w) {
   need n = {0, 0, 0, 0};
-  int P = s->n_workers, nrot = p->n_rotating;
-  strata_mode m = run->opts->mode;
-  int eval = p->eval && run->app->evaluate;
-  double shipped = 0, res = 0, rot_held = 0, rot_all = block_sum(p->rotating, nrot);
+  int nrot = p->n_rotating;
+  double shipped = 0, res = 0, rot_held = 0;
   for (int d = 0; d < p->n_data; d++)
     if (strata_schedule_data_owner(s, d) == w)
       n.data += (double)p->data[d].len + (p->eval ? (double)p->eval[d].len : 0);
@@ -50,26 +45,20 @@ static need worker_need(const run_facts *run, const strata_problem *p, const str
     int held = 0;
     for (int e = 0; e < s->n_subepochs && !held; e++) held = strata_schedule_rotating_holder(s, r, e) == w;
     if (held) rot_held += (double)p->rotating[r].len;
-    if (run->all_rotating || strata_schedule_rotating_holder(s, r, 0) == w)
+    if (run->mode->all_rotating || strata_schedule_rotating_holder(s, r, 0) == w)
       shipped += (double)p->rotating[r].len;
   }
   n.bundled = shipped + res;
   shipped += n.data + res;
-  double global = (double)p->global.len, params;
-  if (m == STRATA_MODE_SFB) {
-    /* the replica, this worker's factor sets and the sets in flight */
-    params = res + 3 * rot_all;
-  } else if (run->all_rotating) {
-    double table = rot_all + global;
-    int s_ = run->opts->staleness > 0 ? run->opts->staleness : 0;
-    /* blocks, cache, oplog, the open's copy of the initial rows, shard and
-     * its snapshot (a P-th each), snapshot buffers of passes in flight */
-    params = res + rot_all + global + 3 * table + 2 * table / P + (double)(s_ + 2) * table;
-  } else {
-    params = res + 2 * (eval ? rot_all : rot_held) + (P > 1 ? (3.0 + P) * global : global);
-  }
-  n.params = params;
-  n.total = n.data + params;
+  strata__mem_view v = {.opts = run->opts,
+                        .P = s->n_workers,
+                        .resident = res,
+                        .rot_held = rot_held,
+                        .rot_all = block_sum(p->rotating, nrot),
+                        .global = (double)p->global.len,
+                        .eval = p->eval && run->app->evaluate};
+  n.params = strata__facts_memory(run->mode, &v);
+  n.total = n.data + n.params;
   if (2 * shipped > n.total) n.total = 2 * shipped;
   return n;
 }
@@ -83,10 +72,10 @@ static void human(char *out, size_t n, double bytes) {
     snprintf(out, n, "%.0f KB", bytes / 1e3);
 }
 
-int strata__mem_check(const strata_app *app, const strata_engine_opts *opts, int all_rotating,
-                      const strata_problem *p, const strata_schedule *s, const host_info *hosts,
-                      uint64_t limit) {
-  run_facts facts = {app, opts, all_rotating}, *run = &facts;
+int strata__mem_check(const strata_app *app, const strata_engine_opts *opts,
+                      const strata__facts *mode, const strata_problem *p, const strata_schedule *s,
+                      const host_info *hosts, uint64_t limit) {
+  run_facts facts = {app, opts, mode}, *run = &facts;
   int P = s->n_workers;
   /* The coordinator: what it holds now, and the parameter blocks every
    * bundle copies while the sends go. */

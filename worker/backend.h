@@ -1,8 +1,9 @@
 /*
- * The back-end interface (internal to worker/): how the pass loop
+ * The back-end interface (internal to libstrata): how the pass loop
  * (worker/loop.c) gets the rows of a task's rotating block and hands them
- * back. Each back-end is one file that defines one strata__backend; the
- * mode table (worker/modes.c) names which mode runs on which.
+ * back, and what the engine asks of the back-end's modes (core/mode.h).
+ * Each back-end is one file that defines one strata__backend; the mode
+ * table (strata/modes.h) names which mode runs on which.
  *
  * Per pass the loop calls, in this order:
  *   begin_pass                 before the pass's verdict is awaited
@@ -19,29 +20,14 @@
 #ifndef STRATA_WORKER_BACKEND_H
 #define STRATA_WORKER_BACKEND_H
 
+#include "core/mode.h"
 #include "worker/worker.h"
 
 struct strata__backend {
-  const char *name;
-
-  /* Settings. resolve checks the mode's flags and fills their defaults
-   * (strata_engine_resolve: staleness < 0 and the *_given flags say what
-   * the user set); control_lag is the verdict lag L of the mode (2, or more
-   * where workers may run passes apart); check refuses a loaded problem
-   * the back-end cannot run (NULL: any); all_rotating: every worker starts
-   * with every rotating block; takes_factors: the back-end applies a
-   * sufficient-factor app's factors itself (release hands them over),
-   * else the loop applies them to the task's rows before release. */
-  int (*resolve)(strata_engine_opts *o, int staleness_given, int wpc_given, int prefetch_given);
-  /* The clock rule the app is told (strata_setup.staleness and .wpc) for
-   * resolved options o. */
-  void (*clock_rule)(const strata_engine_opts *o, const strata_app *app, int *staleness,
-                     double *wpc);
-  int (*control_lag)(const strata_engine_opts *o);
-  int (*check)(const strata_engine_opts *o, const strata_app *app, const strata_setup *setup,
-               const strata_problem *p, const strata_schedule *s);
-  int all_rotating;
-  int takes_factors;
+  /* What the engine asks of its modes: settings, clock rule, memory,
+   * checkpoint parts, figures (core/mode.h). A table mode's rule adds its
+   * own (comm/rule.h). */
+  strata__mode_ops mode;
 
   /* Opens the back-end on a prepared worker (blocks received). */
   int (*open)(strata__worker *w, void **be);

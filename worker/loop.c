@@ -71,7 +71,7 @@ static int run_pass(strata__worker *w, const strata__backend *b, void *be, int p
         double t0 = strata_now();
         rc = w->app->compute(w->state, &tv, rep->partials);
         double t1 = strata_now();
-        if (!rc && fs && !b->takes_factors) rc = apply_factors(w, &tv, *clock);
+        if (!rc && fs && !b->mode.takes_factors) rc = apply_factors(w, &tv, *clock);
         double t2 = strata_now();
         st->compute_s += t2 - t0;
         st->apply_s += t2 - t1;
@@ -88,8 +88,7 @@ static int run_pass(strata__worker *w, const strata__backend *b, void *be, int p
 int strata__worker_loop(strata__worker *w) {
   w->last_pass = w->setup.passes - 1;
   if (w->rounds_per_pass) return strata__worker_rounds(w);
-  const strata__backend *b = strata__backend_of(w->setup.mode);
-  if (!b) return strata_err_set(STRATA_EINVAL, "worker %d: no back-end for mode %d", w->me, (int)w->setup.mode);
+  const strata__backend *b = w->backend;
   void *be = NULL;
   int rc = b->open(w, &be);
   if (rc) {

@@ -441,18 +441,14 @@ static int ring_checkpoint(void *be, int pass) {
   return rc ? rc : strata__worker_ckpt(rg->w, pass, ring_ckpt_add, rg);
 }
 
-/* Scheduled and serial modes take none of the table or sfb settings. */
-static int ring_resolve(strata_engine_opts *o, int s_given, int wpc_given, int pf_given) {
-  if (s_given || wpc_given || pf_given)
-    return strata_err_set(STRATA_EUSAGE,
-                          "--%s applies to the parameter-server modes (bsp, absp, ssp, essp, "
-                          "async)%s, not --mode %s",
-                          s_given ? "staleness" : wpc_given ? "wpc" : "prefetch",
-                          s_given ? " and sfb" : "", strata_mode_name(o->mode));
-  if (o->peers || o->check_replicas)
-    return strata_err_set(STRATA_EUSAGE, "--%s applies to --mode sfb, not --mode %s",
-                          o->peers ? "peers" : "check-replicas", strata_mode_name(o->mode));
-  o->wpc = 0; /* an app default does not apply */
+/* ---- what the ring's modes answer (core/mode.h) ---- */
+
+/* Scheduled and serial modes take none of the table or sfb settings (the
+ * engine has refused them); an app's default work per clock does not
+ * apply. */
+static int ring_resolve(strata_engine_opts *o, const strata__given *g) {
+  (void)g;
+  o->wpc = 0;
   return 0;
 }
 
@@ -481,18 +477,29 @@ static void ring_clock_rule(const strata_engine_opts *o, const strata_app *app, 
   *wpc = app->sf ? 0 : 1;
 }
 
-static int ring_control_lag(const strata_engine_opts *o) {
-  (void)o;
-  return 2;
+/* Each rotating block comes from the worker that computed it last; each
+ * worker keeps its own copy of the global block. */
+static unsigned ring_ckpt_parts(const strata_engine_opts *o, int P) {
+  (void)o, (void)P;
+  return STRATA__CKP_ROTATING | STRATA__CKP_GLOBAL;
+}
+
+/* A second buffer for every block it sends on and, with evaluation, a copy
+ * of every rotating block; the global block's copies of the sub-epochs in
+ * flight and the deltas it exchanges. */
+static double ring_memory(const strata__mem_view *v) {
+  return v->resident + 2 * (v->eval ? v->rot_all : v->rot_held) +
+         (v->P > 1 ? (3.0 + v->P) * v->global : v->global);
 }
 
 const strata__backend strata__ring_backend = {
-    .name = "ring",
-    .resolve = ring_resolve,
-    .clock_rule = ring_clock_rule,
-    .control_lag = ring_control_lag,
-    .check = ring_check,
-    .all_rotating = 0,
+    .mode = {.name = "ring",
+             .resolve = ring_resolve,
+             .clock_rule = ring_clock_rule,
+             .check = ring_check,
+             .runs_rounds = 1,
+             .ckpt_parts = ring_ckpt_parts,
+             .memory = ring_memory},
     .open = ring_open,
     .begin_pass = ring_begin_pass,
     .begin_subepoch = ring_begin_subepoch,

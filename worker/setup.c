@@ -10,6 +10,7 @@
 #include "comm/watch.h"
 #include "core/wait.h"
 #include "strata/core.h"
+#include "worker/backend.h"
 #include "worker/worker.h"
 
 /* A worker over MPI: w->t is the watched transport; the failure
@@ -151,7 +152,7 @@ static int receive_blocks(strata__worker *w) {
   int rc = 0;
   if (!list) return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
   size_t total;
-  int n = strata__setup_blocks(s, w->me, strata__mode_all_rotating(w->setup.mode), w->data, w->has_eval ? w->eval : NULL, w->res, w->rot,
+  int n = strata__setup_blocks(s, w->me, w->backend->mode.all_rotating, w->data, w->has_eval ? w->eval : NULL, w->res, w->rot,
                                list, &total);
   int pieces = (int)((total + STRATA__PIECE - 1) / STRATA__PIECE);
   bundle = strata_malloc(total ? total : 1);
@@ -345,15 +346,17 @@ static int settle(void *ud, int rc) {
 }
 
 int strata__worker_main(const strata_app *app, void *cfg, const strata_engine_opts *opts,
+                        const strata__backend *backend, const strata_setup *setup,
                         strata_transport *t, int *own_failure) {
   mpi_worker m;
   memset(&m, 0, sizeof m);
   strata__worker *w = &m.w;
+  w->backend = backend;
   w->app = app;
   w->cfg = cfg;
   w->opts = opts;
   w->me = t->rank - 1;
-  strata_engine_setup(app, opts, t->size - 1, w->me, &w->setup);
+  w->setup = *setup;
   w->report = send_report;
   w->ckpt_done = send_ckpt_note;
   w->report_ud = &m;

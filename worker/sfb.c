@@ -50,11 +50,29 @@
 #include <sched.h>
 #include <string.h>
 
+#include "core/prom.h"
 #include "core/sf.h"
 #include "core/wait.h"
 #include "strata/core.h"
 #include "worker/backend.h"
+#include "worker/sfb.h"
 #include "worker/sfb_topology.h"
+
+typedef strata__sfb_settings sfb_settings;
+typedef strata__sfb_stats sfb_stats;
+
+static sfb_settings settings_of(const strata_engine_opts *o) {
+  sfb_settings s;
+  memcpy(&s, &o->mode_settings, sizeof s);
+  return s;
+}
+
+/* A pass's figures (strata_pass_stats.mode_stats[0]): worker 0's drift. */
+typedef struct sfb_pass {
+  double drift;
+  uint32_t drift_rows, measured;
+} sfb_pass;
+_Static_assert(sizeof(sfb_pass) <= STRATA_MODE_PASS_STATS, "sfb_pass does not fit");
 
 /* One of this worker's own factor sets: sent to every out-peer and
  * applied to the replica at the next clock's start. */
@@ -105,6 +123,8 @@ typedef struct sfb {
   own_set *own;
   int n_own;
   strata_worker_stats *st; /* the pass under way's stats */
+  sfb_stats fst;           /* ... and its own figures, handed over at its end */
+  int check_replicas;
   uint64_t digest;         /* --check-replicas: this pass's digest */
   int digest_any;
   /* drift: worker 0 gathers an even sample of every replica's rows */
@@ -344,7 +364,7 @@ static void apply_set(sfb *b, const void *buf, size_t len) {
 /* A peer's set of clock t applied while clocks <= limit are due: its delay. */
 static void count_set(sfb *b, int q, const void *buf, int64_t t, int64_t limit) {
   const strata__sf_head *h = buf;
-  strata_worker_stats *st = b->st;
+  sfb_stats *st = &b->fst;
   int64_t d = limit - t;
   st->sets_in++;
   st->factors_in += h->n;
@@ -391,7 +411,7 @@ static int apply_upto(sfb *b, int64_t limit, int all) {
       strata_sf_clock ck = {.pass = (int)(t / b->per_pass), .clock = t, .share = 1.0};
       rc = sf->clock_end(w->state, b->W, &ck);
     }
-    if (w->opts->check_replicas) {
+    if (b->check_replicas) {
       b->digest = fnv(b->digest_any ? b->digest : 0xcbf29ce484222325ull, b->W->buf, b->W->len);
       b->digest_any = 1;
     }
@@ -454,7 +474,7 @@ static int sfb_release(void *be, const strata_task_view *tv, strata_worker_stats
   h->sender = b->me;
   slot->clock = b->clock;
   slot->applied = 0;
-  st->factors_out += h->n;
+  b->fst.factors_out += h->n;
   int rc = 0;
   for (int j = 0; j < b->Q && !rc; j++) {
     rc = w->t->isend(w->t->impl, slot->f.buf, slot->f.len, b->out[j] + 1, TAG_SFB, &slot->reqs[j]);
@@ -472,6 +492,7 @@ static int sfb_begin_pass(void *be, int pass, strata_worker_stats *st) {
   (void)pass;
   b->st = st;
   b->digest_any = 0;
+  memset(&b->fst, 0, sizeof b->fst);
   return 0;
 }
 
@@ -509,12 +530,13 @@ static int sfb_checkpoint(void *be, int pass) {
   return strata__worker_ckpt(((sfb *)be)->w, pass, sfb_ckpt_add, be);
 }
 
-static void sfb_stats(void *be, strata_worker_stats *st) {
+static void sfb_take_stats(void *be, strata_worker_stats *st) {
   sfb *b = be;
-  if (b->w->opts->check_replicas) {
-    st->replica_checked = 1;
-    st->replica_digest = b->digest;
+  if (b->check_replicas) {
+    b->fst.replica_checked = 1;
+    b->fst.replica_digest = b->digest;
   }
+  STRATA__MODE_STATS_PUT(st->mode_stats[0], b->fst);
 }
 
 /* A wait for the drift exchange's requests; factor sets that come
@@ -535,7 +557,6 @@ static int poll_drift(void *ctx, int *done, int *progressed) {
 static int drift(sfb *b, strata_worker_stats *st) {
   strata__worker *w = b->w;
   strata_transport *t = w->t;
-  st->drift = -1;
   if (b->P < 2) return 0;
   size_t row = (size_t)b->J * sizeof(float), n = (size_t)b->drift_rows * b->J;
   float *mine = b->me ? b->drift_mine : b->drift_all;
@@ -568,8 +589,11 @@ static int drift(sfb *b, strata_worker_stats *st) {
   for (int q = 1; q < b->P && !rc; q++)
     rc = t->isend(t->impl, &worst, sizeof worst, q + 1, TAG_SFB_DRIFT, &b->drift_reqs[q]);
   if (!rc) rc = wait_until(poll_drift, b, &waited);
-  st->drift = worst;
-  st->drift_rows = b->drift_rows;
+  STRATA__MODE_STATS_GET(sfb_stats, fs, st->mode_stats[0]);
+  fs.drift = worst;
+  fs.drift_rows = b->drift_rows;
+  fs.drift_measured = 1;
+  STRATA__MODE_STATS_PUT(st->mode_stats[0], fs);
   return rc;
 }
 
@@ -651,7 +675,10 @@ static void sfb_free(void *be) {
 }
 
 /* Q out-peers: the option, or every other worker. */
-static int peers_of(const strata_engine_opts *o, int P) { return o->peers ? o->peers : P - 1; }
+static int peers_of(const strata_engine_opts *o, int P) {
+  sfb_settings set = settings_of(o);
+  return set.peers ? set.peers : P - 1;
+}
 
 static int sfb_open(strata__worker *w, void **out) {
   sfb *b = strata_calloc(1, sizeof *b);
@@ -664,6 +691,7 @@ static int sfb_open(strata__worker *w, void **out) {
   b->P = w->sched.n_workers;
   b->me = w->me;
   b->s = w->opts->staleness;
+  b->check_replicas = settings_of(w->opts).check_replicas;
   b->Q = b->P > 1 ? peers_of(w->opts, b->P) : 0;
   b->have = strata_malloc((size_t)b->P * sizeof *b->have);
   b->queue = strata_calloc((size_t)b->P, sizeof *b->queue);
@@ -723,33 +751,6 @@ static int sfb_open(strata__worker *w, void **out) {
   return 0;
 }
 
-/* The staleness bound (default 0: BSP); none of the table settings. */
-static int sfb_resolve(strata_engine_opts *o, int s_given, int wpc_given, int pf_given) {
-  if (s_given && o->staleness < 0)
-    return strata_err_set(STRATA_EUSAGE, "--staleness must be >= 0, got %d", o->staleness);
-  if (wpc_given || pf_given)
-    return strata_err_set(STRATA_EUSAGE,
-                          "--%s applies to the parameter-server modes, not --mode sfb (a clock is a "
-                          "minibatch; factors go straight to peers)",
-                          wpc_given ? "wpc" : "prefetch");
-  if (o->peers < 0) return strata_err_set(STRATA_EUSAGE, "--peers must be >= 1, got %d", o->peers);
-  if (!s_given) o->staleness = 0;
-  o->wpc = 0;
-  o->prefetch = STRATA_PREFETCH_NONE;
-  return 0;
-}
-
-/* The staleness bound of the factors applied; a clock is a minibatch. */
-static void sfb_clock_rule(const strata_engine_opts *o, const strata_app *app, int *staleness,
-                           double *wpc) {
-  (void)app;
-  *staleness = o->staleness;
-  *wpc = 0;
-}
-
-/* Workers run up to s clocks apart, a pass being at least one clock. */
-static int sfb_control_lag(const strata_engine_opts *o) { return 2 + o->staleness; }
-
 /* sfb needs a sufficient-factor app and the same number of clocks per pass
  * on every worker (the engine checked --peers against P already). */
 static int sfb_check(const strata_engine_opts *o, const strata_app *app, const strata_setup *setup,
@@ -779,14 +780,280 @@ static int sfb_check(const strata_engine_opts *o, const strata_app *app, const s
   return 0;
 }
 
+/* ---- what sfb answers (core/mode.h) ---- */
+
+static const strata_option sfb_options[] = {
+    {.name = "peers",
+     .type = STRATA_OPT_INT,
+     .offset = offsetof(sfb_settings, peers),
+     .metavar = "Q",
+     .min = 1,
+     .max = 1000000,
+     .help = "each worker sends its factors to Q peers (partial broadcast; default P-1, all)"},
+    {.name = "check-replicas",
+     .type = STRATA_OPT_FLAG | STRATA_OPT_RESUMABLE,
+     .offset = offsetof(sfb_settings, check_replicas),
+     .help = "digest every replica at every clock end (metrics replica_digest; a pass over the "
+             "matrix per clock)"},
+    {.name = NULL}};
+
+/* The staleness bound (default 0: BSP); a clock is a minibatch, and
+ * factors go straight to peers (no work per clock, no prefetch). */
+static int sfb_resolve(strata_engine_opts *o, const strata__given *g) {
+  if (!g->staleness) o->staleness = 0;
+  o->wpc = 0;
+  o->prefetch = STRATA_PREFETCH_NONE;
+  return 0;
+}
+
+/* The staleness bound of the factors applied; a clock is a minibatch. */
+static void sfb_clock_rule(const strata_engine_opts *o, const strata_app *app, int *staleness,
+                           double *wpc) {
+  (void)app;
+  *staleness = o->staleness;
+  *wpc = 0;
+}
+
+/* Workers run up to s clocks apart, a pass being at least one clock. */
+static int sfb_control_lag(const strata_engine_opts *o) { return 2 + o->staleness; }
+
+/* Full broadcast: worker 0's replica stands for all; partial: each
+ * worker's is its own. */
+static unsigned sfb_ckpt_parts(const strata_engine_opts *o, int P) {
+  int Q = peers_of(o, P);
+  return Q && Q < P - 1 ? STRATA__CKP_REPLICAS : STRATA__CKP_ROTATING;
+}
+
+/* The replica, this worker's factor sets and the sets in flight. */
+static double sfb_memory(const strata__mem_view *v) { return v->resident + 3 * v->rot_all; }
+
+/* The partial-broadcast topology (rank 0, before any work), for the log
+ * and the metrics: every worker computes it alike; a --peers that fits no
+ * topology ends the run here. */
+typedef struct sfb_run {
+  int Q, tau, lower, optimal;
+  int *peers; /* peers[p * Q + j]: worker p's out-peers */
+} sfb_run;
+
+static int sfb_prepare(const strata_engine_opts *o, int P, void **data) {
+  sfb_settings set = settings_of(o);
+  if (P < 2 && !set.peers) return 0;
+  strata__topology topo;
+  int rc = strata__sfb_topology(P, set.peers ? set.peers : P - 1, &topo);
+  if (rc) return rc;
+  sfb_run *r = strata_calloc(1, sizeof *r);
+  if (!r) {
+    strata__topology_close(&topo);
+    return strata_err_set(STRATA_ENOMEM, "coordinator: out of memory");
+  }
+  *r = (sfb_run){topo.Q, topo.tau, topo.lower, topo.optimal, topo.peers};
+  *data = r;
+  strata_log(STRATA_LOG_INFO,
+             "sfb: %d workers, %d out-peer%s each (%s broadcast): tau %d clock%s (%s; lower bound %d)",
+             P, topo.Q, topo.Q == 1 ? "" : "s", topo.Q == P - 1 ? "full" : "partial", topo.tau,
+             topo.tau == 1 ? "" : "s", topo.optimal ? "optimal" : "not proven optimal", topo.lower);
+  return 0;
+}
+
+static void sfb_release_run(void *data) {
+  sfb_run *r = data;
+  if (!r) return;
+  strata_free(r->peers);
+  strata_free(r);
+}
+
+static void add_stats(sfb_stats *a, const sfb_stats *b) {
+  a->sets_in += b->sets_in;
+  a->factors_in += b->factors_in;
+  a->factors_out += b->factors_out;
+  a->delay_sum += b->delay_sum;
+  if (b->delay_max > a->delay_max) a->delay_max = b->delay_max;
+  for (int i = 0; i < STRATA_TABLE_HIST; i++) a->delay_hist[i] += b->delay_hist[i];
+  a->from_mask |= b->from_mask;
+}
+
+static void sfb_stats_add(unsigned char *total, const unsigned char *in) {
+  STRATA__MODE_STATS_GET(sfb_stats, a, total);
+  STRATA__MODE_STATS_GET(sfb_stats, b, in);
+  add_stats(&a, &b);
+  STRATA__MODE_STATS_PUT(total, a);
+}
+
+/* The pass's drift: worker 0's, when measured (a NaN replica included). */
+static void sfb_pass_add(unsigned char *pass, const unsigned char *in) {
+  STRATA__MODE_STATS_GET(sfb_stats, b, in);
+  if (!b.drift_measured) return;
+  sfb_pass ps = {b.drift, b.drift_rows, 1};
+  STRATA__MODE_STATS_PUT(pass, ps);
+}
+
+/* The factors applied from peers and their delays in clocks. */
+static void write_delays(strata_json *j, const sfb_stats *s) {
+  strata_json_object_begin(j, "factor_delay");
+  strata_json_int(j, "sets", (int64_t)s->sets_in);
+  strata_json_int(j, "factors", (int64_t)s->factors_in);
+  strata_json_number(j, "mean", s->factors_in ? (double)s->delay_sum / (double)s->factors_in : 0.0);
+  strata_json_int(j, "max", s->delay_max);
+  int last = 0;
+  for (int b = 0; b < STRATA_TABLE_HIST; b++)
+    if (s->delay_hist[b]) last = b;
+  /* hist[d] counts delay d; the last bucket everything later. */
+  strata_json_array_begin(j, "hist");
+  for (int b = 0; b <= last && s->factors_in; b++) strata_json_int(j, NULL, (int64_t)s->delay_hist[b]);
+  strata_json_array_end(j);
+  strata_json_object_end(j);
+}
+
+/* The workers' figures summed: over the run (pass < 0) or of one pass. */
+static sfb_stats sum_workers(const strata_run_result *r, int pass) {
+  sfb_stats sum;
+  memset(&sum, 0, sizeof sum);
+  for (int w = 0; w < r->workers; w++) {
+    const strata_worker_stats *s =
+        pass < 0 ? (r->worker_total ? &r->worker_total[w] : NULL)
+                 : &r->per_pass_worker[(size_t)pass * (size_t)r->workers + (size_t)w];
+    if (!s) continue;
+    STRATA__MODE_STATS_GET(sfb_stats, b, s->mode_stats[0]);
+    add_stats(&sum, &b);
+  }
+  return sum;
+}
+
+static void sfb_metrics(strata_json *j, const strata_run_result *r, int slot) {
+  (void)slot;
+  const strata_engine_opts *o = r->opts;
+  const sfb_run *run = r->mode_data;
+  if (o) {
+    int Q = run ? run->Q : 0;
+    strata_json_object_begin(j, "sfb");
+    strata_json_int(j, "staleness", o->staleness);
+    strata_json_int(j, "peers", Q);
+    strata_json_bool(j, "full_broadcast", Q == r->workers - 1);
+    strata_json_int(j, "tau", run ? run->tau : 0);
+    strata_json_int(j, "tau_lower_bound", run ? run->lower : 0);
+    strata_json_bool(j, "tau_optimal", run ? run->optimal : 0);
+    /* topology[p]: worker p's out-peers */
+    strata_json_array_begin(j, "topology");
+    for (int p = 0; run && run->peers && p < r->workers; p++) {
+      strata_json_array_begin(j, NULL);
+      for (int q = 0; q < Q; q++) strata_json_int(j, NULL, run->peers[p * Q + q]);
+      strata_json_array_end(j);
+    }
+    strata_json_array_end(j);
+    strata_json_bool(j, "check_replicas", settings_of(o).check_replicas);
+    strata_json_object_end(j);
+  }
+  sfb_stats sum = sum_workers(r, -1);
+  write_delays(j, &sum);
+}
+
+static void sfb_metrics_pass(strata_json *j, const strata_run_result *r, int pass, int slot) {
+  STRATA__MODE_STATS_GET(sfb_pass, ps, r->per_pass[pass].mode_stats[slot]);
+  /* drift: the largest |W_p - W_q| over every pair of replicas at the
+   * pass's end, over drift_rows rows of W; null when not measured (one
+   * worker) or not finite. */
+  strata_json_number(j, "drift", ps.measured ? ps.drift : 0.0 / 0.0);
+  strata_json_int(j, "drift_rows", ps.drift_rows);
+  sfb_stats sum = sum_workers(r, pass);
+  write_delays(j, &sum);
+}
+
+/* One worker's figures: clocks, traffic per clock, factors. */
+static void sfb_metrics_worker(strata_json *j, const strata_worker_stats *s, int slot) {
+  STRATA__MODE_STATS_GET(sfb_stats, f, s->mode_stats[slot]);
+  strata_json_int(j, "clocks", s->clocks);
+  strata_json_number(j, "bytes_sent_per_clock", s->clocks ? (double)s->bytes_sent / s->clocks : 0.0);
+  strata_json_number(j, "bytes_recv_per_clock", s->clocks ? (double)s->bytes_recv / s->clocks : 0.0);
+  strata_json_number(j, "apply_s", s->apply_s);
+  strata_json_int(j, "factors_out", (int64_t)f.factors_out);
+  strata_json_array_begin(j, "from");
+  for (int q = 0; q < 64; q++)
+    if (f.from_mask >> q & 1) strata_json_int(j, NULL, q);
+  strata_json_array_end(j);
+  write_delays(j, &f);
+  if (f.replica_checked) {
+    char hex[17];
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)f.replica_digest);
+    strata_json_string(j, "replica_digest", hex);
+  }
+}
+
+static void sfb_echo(char *out, size_t n, const strata_engine_opts *o) {
+  snprintf(out, n, "staleness %d, %s", o->staleness,
+           settings_of(o).peers ? "partial broadcast" : "full broadcast");
+}
+
+static void sfb_summary(FILE *f, const strata_run_result *r, int slot) {
+  double bytes = 0, clocks = 0;
+  for (int w = 0; w < r->workers; w++) {
+    bytes += (double)r->worker_total[w].bytes_sent;
+    clocks += r->worker_total[w].clocks;
+  }
+  sfb_stats sum = sum_workers(r, -1);
+  const sfb_run *run = r->mode_data;
+  char dtext[32] = "n/a";
+  if (r->passes) {
+    STRATA__MODE_STATS_GET(sfb_pass, ps, r->per_pass[r->passes - 1].mode_stats[slot]);
+    if (ps.measured) snprintf(dtext, sizeof dtext, "%.3g", ps.drift);
+  }
+  int Q = run ? run->Q : 0;
+  fprintf(f,
+          "  sfb: %d peer%s each, tau %d; %.1f KB sent per worker per clock; factor delay mean "
+          "%.2f, max %d clocks; replica drift after the last pass %s\n",
+          Q, Q == 1 ? "" : "s", run ? run->tau : 0, clocks > 0 ? bytes / clocks / 1e3 : 0.0,
+          sum.factors_in ? (double)sum.delay_sum / (double)sum.factors_in : 0.0, sum.delay_max,
+          dtext);
+}
+
+static void sfb_status(FILE *f, const strata_run_result *r, int done, int slot) {
+  sfb_stats sum = sum_workers(r, -1);
+  /* delays 0, 1, ...: the last bucket is "that or later", so +Inf only */
+  double le[STRATA_TABLE_HIST];
+  for (int b = 0; b < STRATA_TABLE_HIST; b++) le[b] = b;
+  strata__prom_histogram(f, "strata_factor_delay_clocks",
+                         "sufficient factors applied, by delay in clocks (0: in time for "
+                         "the next clock)",
+                         STRATA_TABLE_HIST - 1, sum.delay_hist, le, (double)sum.delay_sum,
+                         sum.factors_in);
+  strata__prom_family(f, "strata_replica_drift", "gauge",
+                      "largest difference between two workers' replicas after the last "
+                      "summed pass (NaN: not measured)");
+  double drift = 0.0 / 0.0;
+  if (done) {
+    STRATA__MODE_STATS_GET(sfb_pass, ps, r->per_pass[done - 1].mode_stats[slot]);
+    if (ps.measured) drift = ps.drift;
+  }
+  strata__prom_sample(f, "strata_replica_drift", NULL, drift);
+}
+
+static const char *const sfb_keys[] = {"sfb", "factor_delay", NULL};
+static const char *const sfb_pass_keys[] = {"drift", "drift_rows", "factor_delay", NULL};
+
 const strata__backend strata__sfb_backend = {
-    .name = "sfb",
-    .resolve = sfb_resolve,
-    .clock_rule = sfb_clock_rule,
-    .control_lag = sfb_control_lag,
-    .check = sfb_check,
-    .all_rotating = 1,
-    .takes_factors = 1,
+    .mode = {.name = "sfb",
+             .options = sfb_options,
+             .takes = STRATA__TAKES_STALENESS,
+             .resolve = sfb_resolve,
+             .clock_rule = sfb_clock_rule,
+             .control_lag = sfb_control_lag,
+             .check = sfb_check,
+             .all_rotating = 1,
+             .takes_factors = 1,
+             .counts_clocks = 1,
+             .ckpt_parts = sfb_ckpt_parts,
+             .memory = sfb_memory,
+             .prepare = sfb_prepare,
+             .release = sfb_release_run,
+             .stats_add = sfb_stats_add,
+             .pass_add = sfb_pass_add,
+             .keys = sfb_keys,
+             .pass_keys = sfb_pass_keys,
+             .metrics = sfb_metrics,
+             .metrics_pass = sfb_metrics_pass,
+             .metrics_worker = sfb_metrics_worker,
+             .echo = sfb_echo,
+             .summary = sfb_summary,
+             .status = sfb_status},
     .open = sfb_open,
     .begin_pass = sfb_begin_pass,
     .begin_subepoch = sfb_nop_subepoch,
@@ -794,7 +1061,7 @@ const strata__backend strata__sfb_backend = {
     .release = sfb_release,
     .end_subepoch = sfb_nop_subepoch,
     .end_pass = sfb_end_pass,
-    .stats = sfb_stats,
+    .stats = sfb_take_stats,
     .evaluate = sfb_evaluate,
     .checkpoint = sfb_checkpoint,
     .idle = sfb_idle,

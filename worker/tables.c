@@ -1,5 +1,6 @@
 /*
- * The table back-end (bsp, absp, ssp, essp, async). The app sees the same
+ * The table back-end (the parameter-server modes: bsp, absp, ssp, essp,
+ * async, ...; each mode's consistency rule is comm/rules/). The app sees the same
  * task views as on the ring: for each chunk of a task, the rows of its
  * rotating block are read from the table into the block's buffer under the
  * mode's staleness rule, compute updates them in place, and the change of
@@ -16,14 +17,26 @@
  * (reports go out in pass order). Scoring done during a later pass counts
  * as evaluation time of the pass it scores, not in the later pass's time.
  */
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
-#include <math.h>
-
+#include "comm/rule.h"
+#include "core/prom.h"
 #include "strata/core.h"
 #include "strata/table.h"
 #include "worker/backend.h"
+
+/* The back-end's own figures (strata_worker_stats.mode_stats[0]): its
+ * reads and their clock differentials (data age - reader clock). */
+typedef struct table_stats {
+  uint64_t reads;
+  int64_t diff_sum;
+  int32_t diff_min, pad;
+  uint64_t hist[STRATA_TABLE_HIST]; /* hist[i] counts differential -i; the last everything older */
+} table_stats;
+_Static_assert(sizeof(table_stats) <= STRATA_MODE_STATS, "table_stats does not fit");
+_Static_assert(STRATA_TABLE_RULE_STATS <= STRATA_MODE_STATS, "a rule's figures do not fit");
 
 /* A pass whose report waits for its snapshot. */
 typedef struct pending {
@@ -406,10 +419,10 @@ static void take_table_stats(psw *p, strata_worker_stats *st) {
   st->bytes_sent += ts.bytes_sent;
   st->bytes_recv += ts.bytes_recv;
   st->eval_bytes += ts.snapshot_bytes;
-  st->reads = ts.reads;
-  st->diff_sum = ts.diff_sum;
-  st->diff_min = ts.diff_min;
-  memcpy(st->hist, ts.hist, sizeof st->hist);
+  table_stats t = {.reads = ts.reads, .diff_sum = ts.diff_sum, .diff_min = ts.diff_min};
+  memcpy(t.hist, ts.hist, sizeof t.hist);
+  STRATA__MODE_STATS_PUT(st->mode_stats[0], t);
+  memcpy(st->mode_stats[1], ts.rule, sizeof ts.rule);
   st->clocks = p->clocks;
   st->delay_s = p->delay_s;
 }
@@ -432,17 +445,15 @@ static int open_table(psw *p) {
   for (int r = 0; r < nrot; r++)
     if (w->rot[r].len) memcpy(init + (size_t)p->off[r] * p->L, w->rot[r].buf, w->rot[r].len);
   if (w->global) memcpy(init + (size_t)p->off[nrot] * p->L, w->global->buf, w->global->len);
-  strata_consistency cons = w->setup.mode == STRATA_MODE_ESSP    ? STRATA_CONS_ESSP
-                            : w->setup.mode == STRATA_MODE_ASYNC ? STRATA_CONS_ASYNC
-                                                                 : STRATA_CONS_SSP;
   strata_table_conf conf = {.n_rows = rows,
                             .row_len = p->L,
                             .workers = w->sched.n_workers,
                             .me = w->me,
                             .rank_base = 1,
                             .tag = TAG_PS,
-                            .cons = cons,
-                            .staleness = cons == STRATA_CONS_ASYNC ? 0 : o->staleness,
+                            .mode = w->setup.mode,
+                            .settings = &o->mode_settings,
+                            .staleness = o->staleness,
                             .prefetch = o->prefetch,
                             .prefetch_period = strata__clocks_per_pass(o->wpc),
                             .snapshots = (w->has_eval && w->app->evaluate) ||
@@ -624,32 +635,20 @@ static int tables_close(void *be, int stopped) {
   return rc;
 }
 
-/* The settings of the table modes: staleness, work per clock, prefetch. */
-static int tables_resolve(strata_engine_opts *o, int s_given, int wpc_given, int pf_given) {
-  strata_mode m = o->mode;
-  const char *name = strata_mode_name(m);
-  if (s_given && o->staleness < 0)
-    return strata_err_set(STRATA_EUSAGE, "--staleness must be >= 0, got %d", o->staleness);
-  if (wpc_given && !(o->wpc > 0 && isfinite(o->wpc)))
+
+/* ---- what the table modes answer (core/mode.h) ---- */
+
+/* The settings every table mode shares: work per clock and prefetch (the
+ * rule has fixed or checked its staleness). */
+static int tables_resolve(strata_engine_opts *o, const strata__given *g) {
+  if (g->wpc && !(o->wpc > 0 && isfinite(o->wpc)))
     return strata_err_set(STRATA_EUSAGE, "--wpc must be > 0, got %g", o->wpc);
-  if (wpc_given && (o->wpc > 1e6 || o->wpc < 1e-6))
+  if (g->wpc && (o->wpc > 1e6 || o->wpc < 1e-6))
     return strata_err_set(STRATA_EUSAGE,
                           "--wpc %g is out of range: at most 1e6 passes per clock or clocks per pass",
                           o->wpc);
-  if (m == STRATA_MODE_BSP && wpc_given && o->wpc != 1)
-    return strata_err_set(STRATA_EUSAGE, "--mode bsp is one clock per pass: use --mode absp --wpc %g",
-                          o->wpc);
-  if ((m == STRATA_MODE_BSP || m == STRATA_MODE_ABSP) && s_given && o->staleness != 0)
-    return strata_err_set(STRATA_EUSAGE, "--mode %s has staleness 0: use --mode ssp --staleness %d",
-                          name, o->staleness);
-  if (m == STRATA_MODE_ASYNC && s_given)
-    return strata_err_set(STRATA_EUSAGE, "--mode async never waits: --staleness does not apply");
-  if (o->peers || o->check_replicas)
-    return strata_err_set(STRATA_EUSAGE, "--%s applies to --mode sfb, not --mode %s",
-                          o->peers ? "peers" : "check-replicas", name);
-  if (!s_given) o->staleness = (m == STRATA_MODE_SSP || m == STRATA_MODE_ESSP) ? 1 : 0;
-  /* Not given: the app's default (wpc > 0 on entry) where the mode takes one. */
-  if (!wpc_given && (!(o->wpc > 0) || m == STRATA_MODE_BSP)) o->wpc = 1;
+  /* Not given: the app's default (wpc > 0 on entry). */
+  if (!g->wpc && !(o->wpc > 0)) o->wpc = 1;
   if (o->wpc >= 1 && o->wpc != floor(o->wpc))
     return strata_err_set(STRATA_EUSAGE, "--wpc above 1 must be a whole number of passes, got %g",
                           o->wpc);
@@ -660,35 +659,21 @@ static int tables_resolve(strata_engine_opts *o, int s_given, int wpc_given, int
    * conservative prefetcher leaves each worker s clocks alone with its own
    * updates, and the model the workers' sums make swings (docs/cli.md,
    * "Prefetch", has the measurements). With s = 0 both ask for the same rows. */
-  if (!pf_given) o->prefetch = STRATA_PREFETCH_AGGRESSIVE;
+  if (!g->prefetch) o->prefetch = STRATA_PREFETCH_AGGRESSIVE;
   if (o->checkpoint_dir && o->wpc > 1 && o->checkpoint_every % (int)o->wpc)
     return strata_err_set(STRATA_EUSAGE,
                           "--checkpoint-every %d ends inside a clock of --wpc %g passes: "
                           "make it a multiple of %g",
                           o->checkpoint_every, o->wpc, o->wpc);
-  if (m == STRATA_MODE_ASYNC && o->prefetch != STRATA_PREFETCH_AGGRESSIVE)
-    return strata_err_set(STRATA_EUSAGE,
-                          "--mode async needs --prefetch aggressive: its reads never wait, so "
-                          "only the prefetcher brings other workers' updates");
   return 0;
 }
 
-/* Reads may be s clocks old (async: any age); a clock is the --wpc's
- * share of a pass, or a sufficient-factor app's minibatch. */
+/* Reads may be s clocks old; a clock is the --wpc's share of a pass, or a
+ * sufficient-factor app's minibatch. */
 static void tables_clock_rule(const strata_engine_opts *o, const strata_app *app, int *staleness,
                               double *wpc) {
-  *staleness = o->mode == STRATA_MODE_ASYNC ? -1 : o->staleness;
+  *staleness = o->staleness;
   *wpc = app->sf ? 0 : o->wpc;
-}
-
-/* 2 passes, plus in ssp/essp the passes that s clocks span (s / K with K
- * clocks per pass, s * W with W >= 1), so that a verdict never holds a
- * worker back more than the staleness bound does. */
-static int tables_control_lag(const strata_engine_opts *o) {
-  if (o->mode != STRATA_MODE_SSP && o->mode != STRATA_MODE_ESSP) return 2;
-  int K = strata__clocks_per_pass(o->wpc);
-  int span = K ? (o->staleness + K - 1) / K : o->staleness * (int)o->wpc;
-  return 2 + span;
 }
 
 /* The tables keep rotating rows in one float table and end K clocks per
@@ -743,13 +728,150 @@ static int tables_check(const strata_engine_opts *o, const strata_app *app,
   return 0;
 }
 
+/* Each worker keeps its shard of the table's rows. */
+static unsigned tables_ckpt_parts(const strata_engine_opts *o, int P) {
+  (void)o, (void)P;
+  return STRATA__CKP_TABLE;
+}
+
+/* Blocks, cache, oplog, the open's copy of the initial rows, shard and its
+ * snapshot (a P-th each), snapshot buffers of the passes in flight (s + 2
+ * of them). */
+static double tables_memory(const strata__mem_view *v) {
+  double table = v->rot_all + v->global;
+  int s = v->opts->staleness > 0 ? v->opts->staleness : 0;
+  return v->resident + v->rot_all + v->global + 3 * table + 2 * table / v->P + (double)(s + 2) * table;
+}
+
+static void tables_stats_add(unsigned char *total, const unsigned char *in) {
+  STRATA__MODE_STATS_GET(table_stats, a, total);
+  STRATA__MODE_STATS_GET(table_stats, b, in);
+  a.reads += b.reads;
+  a.diff_sum += b.diff_sum;
+  if (b.diff_min < a.diff_min) a.diff_min = b.diff_min;
+  for (int i = 0; i < STRATA_TABLE_HIST; i++) a.hist[i] += b.hist[i];
+  STRATA__MODE_STATS_PUT(total, a);
+}
+
+/* The clock differentials of t's reads: the ESSP paper's staleness profile. */
+static void write_diffs(strata_json *j, const table_stats *t) {
+  strata_json_object_begin(j, "clock_diff");
+  strata_json_int(j, "reads", (int64_t)t->reads);
+  strata_json_number(j, "mean", t->reads ? (double)t->diff_sum / (double)t->reads : 0.0);
+  strata_json_int(j, "min", t->diff_min);
+  strata_json_int(j, "max_staleness", -(int64_t)t->diff_min);
+  int last = 0;
+  for (int b = 0; b < STRATA_TABLE_HIST; b++)
+    if (t->hist[b]) last = b;
+  strata_json_array_begin(j, "hist");
+  for (int b = 0; b <= last && t->reads; b++) strata_json_int(j, NULL, (int64_t)t->hist[b]);
+  strata_json_array_end(j);
+  strata_json_object_end(j);
+}
+
+/* The workers' figures summed: over the run (pass < 0) or of one pass. */
+static table_stats sum_workers(const strata_run_result *r, int pass) {
+  table_stats sum;
+  memset(&sum, 0, sizeof sum);
+  unsigned char acc[STRATA_MODE_STATS];
+  memset(acc, 0, sizeof acc);
+  for (int w = 0; w < r->workers; w++) {
+    const strata_worker_stats *s =
+        pass < 0 ? (r->worker_total ? &r->worker_total[w] : NULL)
+                 : &r->per_pass_worker[(size_t)pass * (size_t)r->workers + (size_t)w];
+    if (s) tables_stats_add(acc, s->mode_stats[0]);
+  }
+  memcpy(&sum, acc, sizeof sum);
+  return sum;
+}
+
+/* The staleness the rule tells the app: -1 for none. */
+static int rule_staleness(const strata_run_result *r) {
+  const strata__table_rule *rule = strata__table_rule_of(r->mode);
+  int s = r->opts->staleness;
+  double wpc = r->opts->wpc;
+  if (rule && rule->mode.clock_rule) rule->mode.clock_rule(r->opts, r->app, &s, &wpc);
+  return s;
+}
+
+static void tables_metrics(strata_json *j, const strata_run_result *r, int slot) {
+  (void)slot;
+  static const char *const pf[] = {"none", "conservative", "aggressive"};
+  const strata_engine_opts *o = r->opts;
+  if (o) {
+    strata_json_object_begin(j, "consistency");
+    int s = rule_staleness(r);
+    if (s >= 0)
+      strata_json_int(j, "staleness", s);
+    else
+      strata_json_string(j, "staleness", "unbounded");
+    strata_json_number(j, "wpc", o->wpc);
+    strata_json_string(j, "prefetch", pf[o->prefetch]);
+    strata_json_object_end(j);
+  }
+  /* Over every pass and worker: the ESSP paper's staleness profile. */
+  table_stats sum = sum_workers(r, -1);
+  write_diffs(j, &sum);
+}
+
+static void tables_metrics_pass(strata_json *j, const strata_run_result *r, int pass, int slot) {
+  (void)slot;
+  table_stats sum = sum_workers(r, pass);
+  write_diffs(j, &sum);
+}
+
+static void tables_metrics_worker(strata_json *j, const strata_worker_stats *s, int slot) {
+  STRATA__MODE_STATS_GET(table_stats, t, s->mode_stats[slot]);
+  if (!t.reads) return;
+  strata_json_int(j, "clocks", s->clocks);
+  write_diffs(j, &t);
+}
+
+static void tables_echo(char *out, size_t n, const strata_engine_opts *o) {
+  static const char *const pf[] = {"none", "conservative", "aggressive"};
+  snprintf(out, n, "work per clock %g pass%s, prefetch %s", o->wpc, o->wpc == 1 ? "" : "es",
+           pf[o->prefetch]);
+}
+
+static void tables_status(FILE *f, const strata_run_result *r, int done, int slot) {
+  (void)done, (void)slot;
+  table_stats sum = sum_workers(r, -1);
+  /* differentials 0, -1, ...: the bound -b holds buckets b and older */
+  uint64_t counts[STRATA_TABLE_HIST];
+  double le[STRATA_TABLE_HIST];
+  for (int i = 0; i < STRATA_TABLE_HIST; i++) {
+    int b = STRATA_TABLE_HIST - 1 - i;
+    counts[i] = sum.hist[b];
+    le[i] = -b;
+  }
+  strata__prom_histogram(f, "strata_clock_differential",
+                         "table row reads by clock differential (the row's clock minus "
+                         "the reader's, in clocks; "
+                         "0 is fresh, the lowest bucket also holds older reads)",
+                         STRATA_TABLE_HIST, counts, le, (double)sum.diff_sum, sum.reads);
+}
+
+static const char *const tables_keys[] = {"consistency", "clock_diff", NULL};
+static const char *const tables_pass_keys[] = {"clock_diff", NULL};
+
 const strata__backend strata__table_backend = {
-    .name = "tables",
-    .resolve = tables_resolve,
-    .clock_rule = tables_clock_rule,
-    .control_lag = tables_control_lag,
-    .check = tables_check,
-    .all_rotating = 1,
+    .mode = {.name = "table",
+             .takes = STRATA__TAKES_WPC | STRATA__TAKES_PREFETCH | STRATA__TAKES_VIEW,
+             .resolve = tables_resolve,
+             .clock_rule = tables_clock_rule,
+             .check = tables_check,
+             .all_rotating = 1,
+             .counts_clocks = 1,
+             .ckpt_parts = tables_ckpt_parts,
+             .memory = tables_memory,
+             .stats_add = tables_stats_add,
+             .keys = tables_keys,
+             .pass_keys = tables_pass_keys,
+             .metrics = tables_metrics,
+             .metrics_pass = tables_metrics_pass,
+             .metrics_worker = tables_metrics_worker,
+             .echo = tables_echo,
+             .status = tables_status},
     .open = tables_open,
     .begin_pass = tables_begin_pass,
     .begin_subepoch = tables_begin_subepoch,

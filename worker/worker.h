@@ -17,6 +17,7 @@ typedef struct strata__backend strata__backend;
 
 /* A worker's view of the run; in serial mode built in-process. */
 typedef struct strata__worker {
+  const strata__backend *backend; /* the run's mode's (the engine's choice) */
   const strata_app *app;
   const void *cfg;
   strata_setup setup;
@@ -65,18 +66,6 @@ typedef struct strata__worker {
   void *round_ud;
 } strata__worker;
 
-/* The back-end of a mode (worker/modes.c); NULL when out of range. */
-const strata__backend *strata__backend_of(strata_mode m);
-/* Whether every worker starts with every rotating block (table back-ends). */
-int strata__mode_all_rotating(strata_mode m);
-/* The lag L between a pass summed and the pass its verdict governs. */
-int strata__mode_control_lag(const strata_engine_opts *o);
-/* The mode's check of a loaded problem and its schedule, before anything
- * is shipped (0, or a code with a message). */
-int strata__mode_check(const strata_engine_opts *o, const strata_app *app,
-                       const strata_setup *setup, const strata_problem *p,
-                       const strata_schedule *s);
-
 /* Runs every pass on a prepared worker (a round run: strata__worker_rounds). */
 int strata__worker_loop(strata__worker *w);
 /* The pass loop of a round run: each pass, the coordinator's steps until
@@ -111,7 +100,8 @@ double strata__straggle_ms(int ms, int spin);
 typedef struct strata__disrupt strata__disrupt;
 int strata__disrupt_start(double prob, int slot_ms, uint64_t seed, strata__disrupt **out);
 void strata__disrupt_stop(strata__disrupt *d);
-/* Every mode but serial, ranks >= 1: receive set-up, loop, export, on a
+/* Every mode but serial, ranks >= 1: with the mode's back-end and this
+ * worker's set-up (strata_engine_setup), receive the blocks, loop, export, on a
  * transport that watches for the coordinator's notice (comm/watch.h). A
  * failure, its own or another rank's, ends in the failure protocol of
  * comm/protocol.h: the worker returns the run's code with an empty message
@@ -119,6 +109,7 @@ void strata__disrupt_stop(strata__disrupt *d);
  * *own_failure, keep its buffers (MPI may still write into them) and
  * return its own code and message: the caller must end the job. */
 int strata__worker_main(const strata_app *app, void *cfg, const strata_engine_opts *opts,
+                        const strata__backend *backend, const strata_setup *setup,
                         strata_transport *t, int *own_failure);
 /* Frees the worker's blocks, schedule and app state. */
 void strata__worker_close(strata__worker *w);

@@ -19,7 +19,7 @@ int main(int argc, char **argv) {
                             .me = t.rank,
                             .rank_base = 0,
                             .tag = 20, /* tags 20 and 21 */
-                            .cons = STRATA_CONS_SSP,
+                            .mode = STRATA_MODE_SSP,
                             .staleness = S,
                             .prefetch = STRATA_PREFETCH_CONSERVATIVE};
   static float init[ROWS * LEN]; /* zeros, the same on every worker */

@@ -35,6 +35,7 @@
 
 #include "strata/error.h"
 #include "strata/json.h"
+#include "strata/modes.h"
 #include "strata/options.h"
 #include "strata/problem.h"
 #include "strata/schedule.h"
@@ -48,36 +49,6 @@
  * passes in a row. */
 #define STRATA_RISE_LIMIT 10.0
 #define STRATA_RISE_PASSES 3
-
-
-/* Engine settings every callback may read. */
-/* How a run moves its parameters: scheduled (the ring of rotating blocks,
- * the default), serial (one process, the same path with P = 1 and no
- * messages), a parameter-server mode, where data-parallel workers read
- * and update sharded tables under BSP, A-BSP (work per clock), SSP
- * (bounded staleness), ESSP (SSP with eager server push) or async, or
- * sfb, sufficient factor broadcasting (strata/sf.h): data-parallel workers
- * with replicas of a matrix, exchanging rank-1 factors peer to peer. */
-typedef enum strata_mode {
-  STRATA_MODE_SCHEDULED,
-  STRATA_MODE_SERIAL,
-  STRATA_MODE_BSP,
-  STRATA_MODE_ABSP,
-  STRATA_MODE_SSP,
-  STRATA_MODE_ESSP,
-  STRATA_MODE_ASYNC,
-  STRATA_MODE_SFB,
-  STRATA_N_MODES
-} strata_mode;
-
-/* The mode's name as the CLI spells it ("scheduled", "ssp", ...); "?" out of range. */
-STRATA_EXPORT const char *strata_mode_name(strata_mode m);
-/* Parses a mode name into *out; STRATA_EUSAGE with a message naming the
- * modes when it is none of them. */
-STRATA_EXPORT int strata_mode_parse(const char *name, strata_mode *out);
-/* Whether m runs data-parallel against parameter-server tables (bsp, absp,
- * ssp, essp, async). */
-STRATA_EXPORT int strata_mode_is_ps(strata_mode m);
 
 
 /* A clock's set of sufficient factors, filled by compute through

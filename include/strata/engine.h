@@ -43,15 +43,11 @@ typedef struct strata_engine_opts {
    * (its table cache as it stands at its pass end) and report it per pass
    * as view_objectives: what the workers' reads saw. */
   int score_view;
-  /* sfb (sufficient factor broadcasting; strata/sf.h): each worker sends its
-   * factors to this many out-peers (1..P-1), which relay them so that every
-   * worker applies every factor once; 0: to every other worker. The
-   * staleness bound is `staleness` (0: BSP). */
-  int peers;
-  /* sfb: digest every replica at every clock end and report the digests of
-   * each pass (replica_digest in the metrics): with full broadcast and
-   * staleness 0 they agree on every worker. Costs a pass over W a clock. */
-  int check_replicas;
+  /* The settings that belong to the mode alone, in its own layout
+   * (strata/modes.h): sfb's --peers and --check-replicas, say.
+   * strata_mode_options lists them and strata_mode_set sets one by name;
+   * all zero is the mode's defaults. */
+  strata_mode_settings mode_settings;
 
   /* Checkpoints (docs/failure.md). With checkpoint_dir, a checkpoint is
    * written there after every checkpoint_every passes (>= 1): each rank
@@ -141,11 +137,24 @@ typedef struct strata_engine_opts {
 
 /* Checks the mode's settings and fills its defaults: staleness < 0 means
  * "not given"; wpc is given by the flag wpc_given, and otherwise, when > 0,
- * is the app's default for the modes that take one (bsp: always 1). bsp
- * takes neither flag, absp only --wpc, async no staleness, scheduled and
- * serial none of them. Also checks watch_address. STRATA_EUSAGE + message. */
+ * is the app's default for the modes that take one. A flag the mode does
+ * not take is refused with a message naming the modes that take it (each
+ * mode's back-end or rule says which: strata/modes.h). Also checks the
+ * mode's own settings (mode_settings) and watch_address. STRATA_EUSAGE +
+ * message. */
 STRATA_EXPORT int strata_engine_resolve(strata_engine_opts *o, int staleness_given,
                                         int wpc_given, int prefetch_given);
+
+/* The options of mode m's own settings (their fields in
+ * strata_engine_opts.mode_settings; a table ending with {NULL}), or NULL
+ * when it has none. Modes that share an owner (a back-end, or a table
+ * rule) return the same table. */
+STRATA_EXPORT const strata_option *strata_mode_options(strata_mode m);
+/* Sets the option `name` (without "--"; a flag takes value NULL) of
+ * o->mode's own settings from its text, checked as the command line checks
+ * it. STRATA_EUSAGE with a message when the mode has no such option or the
+ * value is refused. */
+STRATA_EXPORT int strata_mode_set(strata_engine_opts *o, const char *name, const char *value);
 
 /* The set-up the app's callbacks see in a run of app with options o
  * (resolved: strata_engine_resolve) and `workers` workers, on worker
@@ -154,6 +163,10 @@ STRATA_EXPORT int strata_engine_resolve(strata_engine_opts *o, int staleness_giv
  * every field of *out, the mode's clock rule (staleness, wpc) included. */
 STRATA_EXPORT void strata_engine_setup(const strata_app *app, const strata_engine_opts *o,
                                        int workers, int worker, strata_setup *out);
+
+/* Bytes of a mode's own figures in each worker's and pass's stats. */
+#define STRATA_MODE_STATS 384
+#define STRATA_MODE_PASS_STATS 32
 
 typedef struct strata_worker_stats {
   double time_s;    /* pass wall time on that worker (processing + waits) */
@@ -166,33 +179,12 @@ typedef struct strata_worker_stats {
   uint64_t bytes_sent, bytes_recv; /* block or table traffic, evaluation excluded */
   uint64_t eval_bytes;
   double delay_s;   /* injected straggler sleeps */
-  /* Parameter-server modes: clocks ended and row reads, with the clock
-   * differential (data age - reader clock) of each read. */
-  int32_t clocks;
-  int32_t diff_min;
-  int64_t diff_sum;
-  uint64_t reads;
-  uint64_t hist[STRATA_TABLE_HIST];
-  /* sfb: factor sets (one per other worker and clock) and factors this
-   * worker applied from the others, and each factor's delay: the clock it
-   * was applied at minus the clock it was made in minus 1, so 0 when it
-   * comes in time for the next clock (always under staleness 0 and full
-   * broadcast; at most tau (s + 1) - 1); delay_hist[d] counts delay d, the
-   * last bucket everything later. factors_out: factors this worker computed
-   * (each sent to every out-peer); from_mask: bit q set when a set made by
-   * worker q was applied (q < 64). bytes_sent counts relayed sets too. */
-  uint64_t sets_in, factors_in, factors_out;
-  uint64_t delay_sum;
-  int32_t delay_max;
-  int32_t replica_checked; /* replica_digest is set (--check-replicas) */
-  uint64_t delay_hist[STRATA_TABLE_HIST];
-  uint64_t from_mask;
-  uint64_t replica_digest; /* FNV-1a over the replica's bytes at each clock end of the pass */
-  /* sfb, worker 0's report: the largest |W_p - W_q| over every pair of
-   * workers' replicas at the pass's end, taken over drift_rows rows of W
-   * (every row, or an even sample of about 2^16 floats); -1: not measured. */
-  double drift;
-  uint32_t drift_rows;
+  int32_t clocks;   /* clocks ended (modes that count clocks: the tables, sfb) */
+  /* The mode's own figures: [0] its back-end's (the tables' clock
+   * differentials of their reads, sfb's factors and their delays), [1] its
+   * table rule's; each in a layout of its own, which the metrics JSON
+   * (strata_metrics_write) and the live status show. */
+  _Alignas(8) unsigned char mode_stats[2][STRATA_MODE_STATS];
 } strata_worker_stats;
 
 typedef struct strata_pass_stats {
@@ -209,9 +201,9 @@ typedef struct strata_pass_stats {
   int has_view;             /* score_view: view_objectives are set */
   double view_objectives[STRATA_MAX_OBJECTIVES]; /* the workers' views, summed as
                               the objectives are */
-  double drift;             /* sfb: largest replica difference at the pass's end
-                               (strata_worker_stats.drift); -1 elsewhere */
-  uint32_t drift_rows;
+  /* The mode's own figures of the pass ([0] back-end, [1] table rule), as
+   * in strata_worker_stats: sfb's replica drift, say. */
+  _Alignas(8) unsigned char mode_stats[2][STRATA_MODE_PASS_STATS];
   int64_t rounds;           /* round runs: rounds pulled in the pass */
   double round_latency_s;   /* round runs: their mean latency */
 } strata_pass_stats;
@@ -277,13 +269,10 @@ typedef struct strata_run_result {
   int workers_done;  /* rank 0: every worker is through with the run (it
                         sent its last message) and waits in
                         strata_engine_finish for the verdict */
-  /* sfb: the partial-broadcast topology: Q out-peers per worker (peers[p * Q
-   * + j], strata_malloc'd), its diameter tau (the hops, relayed, and under
-   * staleness 0 the clocks, a factor takes to reach every worker), the lower
-   * bound on tau for (P, Q) and whether tau is proven minimal. Zero in other
-   * modes. */
-  int sfb_peers, sfb_tau, sfb_tau_lower, sfb_tau_optimal;
-  int *sfb_topology;
+  /* The mode's own facts of the run, which its back-end made before any
+   * work (sfb: the partial-broadcast topology) and the metrics JSON shows;
+   * NULL: none. strata_run_result_close releases it. */
+  void *mode_data;
   /* Checkpoints: passes restored by --resume (0: none; per_pass and the
    * totals then hold those passes as the earlier run measured them), the
    * checkpoints this run wrote, the passes of the last one (-1: none) and

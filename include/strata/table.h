@@ -6,34 +6,38 @@
  * same time a client (a process cache of the whole table) and the server of
  * its shard. Workers count clocks: clock() ends clock c and starts c + 1.
  *
- * Guarantee (SSP): a worker at clock c reading with staleness s sees every
- * update stamped <= c - s - 1 by any worker, and all of its own updates
- * (read-my-writes); it may also see newer ones. s = 0 is BSP; async never
- * waits. A row's *data age* is the clock every worker had committed when its
- * shard sent it (all updates stamped < age are in it), so a read at clock c
- * is fresh enough when age >= c - s; its clock differential is age - c, in
- * [-s, 0] (BSP reads always see 0; the ESSP paper plots age - c - 1).
+ * Consistency: each table follows the rule of a parameter-server mode
+ * (conf.mode; strata/modes.h). Under SSP (the rule of bsp, absp, ssp) a
+ * worker at clock c reading with staleness s sees every update stamped
+ * <= c - s - 1 by any worker, and all of its own updates (read-my-writes);
+ * it may also see newer ones. s = 0 is BSP; async never waits. A row's
+ * *data age* is the clock every worker had committed when its shard sent
+ * it (all updates stamped < age are in it), so a read at clock c is fresh
+ * enough when age >= c - s; its clock differential is age - c, in [-s, 0]
+ * (BSP reads always see 0; the ESSP paper plots age - c - 1). Each rule's
+ * promise is in docs/architecture.md, "Consistency rules".
  *
- * A BSP table (cons SSP with conf.staleness 0) is exact: a row holds the
- * other workers' updates stamped < its data age and none later, so a read at
- * clock c sees exactly every other worker's updates of clocks <= c - 1 and
- * all of its own, whenever the messages arrive. The shard sums those other
+ * A BSP table (mode bsp, absp, or ssp with conf.staleness 0) is exact: a
+ * row holds the other workers' updates stamped < its data age and none
+ * later, so a read at clock c sees exactly every other worker's updates of
+ * clocks <= c - 1 and all of its own, whenever the messages arrive. The shard sums those other
  * updates in stamp, then worker order, so their floats do not depend on
  * message timing either. A BSP run thus computes what one process applying
  * each clock's updates together would, up to float rounding.
  *
  * Writes: inc() adds a delta to the row in the cache at once and coalesces
  * it per row in the clock's oplog; clock() ships the oplog, one message per
- * shard. A shard applies a client's batch when it arrives (a BSP shard:
- * once its clock passes the batch's stamp), advances that client's entry of
- * its vector clock, answers the reads waiting for its minimum clock and, in
- * ESSP, pushes the rows changed since its last push to every client that
- * has read them.
+ * shard (a rule may send rows earlier, and hold inc back). A shard applies a
+ * client's batch when it arrives (a BSP shard: once its clock passes the
+ * batch's stamp), advances that client's entry of its vector clock, answers
+ * the reads waiting for its minimum clock and does what its rule adds (ESSP
+ * pushes the rows changed since its last push to every client that has
+ * read them).
  *
  * Threading and progress: one thread per rank calls the table
  * (MPI_THREAD_FUNNELED). Server work runs whenever that thread enters the
- * table (get, inc, clock, refresh, serve); while a read waits for fresh
- * data, it polls on strata's back-off wait (20 us doubling to 1 ms), so
+ * table (get, inc, clock, refresh, serve); while a read (or a rule's
+ * inc) waits, it polls on strata's back-off wait (20 us doubling to 1 ms), so
  * a blocked worker never spins a core. Engines call strata_table_serve
  * between pieces of work so that peers' requests are answered promptly.
  */
@@ -44,13 +48,8 @@
 #include <stdint.h>
 
 #include "strata/error.h"
+#include "strata/modes.h"
 #include "strata/transport.h"
-
-typedef enum strata_consistency {
-  STRATA_CONS_SSP = 0, /* staleness s (s = 0: BSP) */
-  STRATA_CONS_ESSP,    /* SSP reads + eager server push */
-  STRATA_CONS_ASYNC    /* reads never wait */
-} strata_consistency;
 
 typedef enum strata_prefetch {
   STRATA_PREFETCH_NONE = 0,
@@ -62,6 +61,8 @@ typedef enum strata_prefetch {
 /* Clock differentials are counted in buckets 0, -1, ..., -(N-2), and the last
  * bucket holds everything older. */
 #define STRATA_TABLE_HIST 34
+/* Bytes of a rule's own figures in strata_table_stats. */
+#define STRATA_TABLE_RULE_STATS 384
 
 typedef struct strata_table_conf {
   uint32_t n_rows;
@@ -70,8 +71,11 @@ typedef struct strata_table_conf {
   int me;             /* 0..P-1 */
   int rank_base;      /* MPI rank of worker w is rank_base + w */
   int tag;            /* two tags are used: tag (to servers), tag + 1 (to clients) */
-  strata_consistency cons;
-  int staleness;      /* s >= 0 (ignored by async) */
+  strata_mode mode;   /* whose consistency rule the table follows: a mode of the
+                         table back-end (strata_mode_is_ps) */
+  const strata_mode_settings *settings; /* the mode's own settings (strata_mode_options);
+                                           NULL: its defaults */
+  int staleness;      /* s >= 0 (a rule without a staleness bound ignores it) */
   strata_prefetch prefetch;
   int prefetch_period; /* clocks per iteration of the app (>= 1; 0 = 1): at
                           clock c the prefetcher replays the reads of clock
@@ -101,6 +105,9 @@ typedef struct strata_table_stats {
                                          rows this shard pushed (ESSP) */
   uint64_t snapshot_bytes;      /* sent for snapshots, requests and rows (not in
                                    bytes_sent) */
+  /* The rule's own figures, in its own layout (the engine shows them in the
+   * metrics of its mode). */
+  _Alignas(8) unsigned char rule[STRATA_TABLE_RULE_STATS];
 } strata_table_stats;
 
 typedef struct strata_table strata_table;
@@ -111,7 +118,9 @@ typedef struct strata_table strata_table;
  * floats), which count as stamped before clock conf->start_clock, so caches
  * start valid.
  * Does not communicate. Returns 0, STRATA_EINVAL (also when the workers'
- * ranks or the two tags do not fit the transport) or STRATA_ENOMEM.
+ * ranks or the two tags do not fit the transport, or conf->mode has no
+ * table rule), STRATA_EUSAGE (the mode's settings refused) or
+ * STRATA_ENOMEM.
  */
 STRATA_EXPORT int strata_table_open(strata_transport *t, const strata_table_conf *conf,
                                     const float *init, strata_table **out);

@@ -103,7 +103,7 @@ typedef struct tc {
   strata_transport *t;
   tc_opts o;
   uint64_t seed;
-  strata_consistency cons;
+  strata_mode cons;
   int P, me, R, C, S;
   strata_table *tb;
   strata_rng rng;
@@ -190,10 +190,10 @@ static void check_read(tc *k, uint32_t lo, uint32_t hi, int s) {
           violated(k, "read-my-writes", "row %u column %d = %g, expected %u", g, v, (double)x,
                    k->own[g]);
       } else {
-        int bsp = k->cons == STRATA_CONS_SSP && k->S == 0;
-        int upto = k->cons == STRATA_CONS_ASYNC ? k->C - 1 : bsp ? c - 1 : c + k->S;
+        int bsp = k->cons == STRATA_MODE_SSP && k->S == 0;
+        int upto = k->cons == STRATA_MODE_ASYNC ? k->C - 1 : bsp ? c - 1 : c + k->S;
         uint32_t up = cum_upto(k, v, (int)g, upto);
-        if (k->cons != STRATA_CONS_ASYNC) {
+        if (k->cons != STRATA_MODE_ASYNC) {
           uint32_t low = cum_upto(k, v, (int)g, c - se - 1);
           if (x < (float)low)
             violated(k, "lower bound (staleness)",
@@ -225,7 +225,7 @@ static void do_read(tc *k) {
   }
   /* Mostly the table's rule; in ssp/essp sometimes a stricter staleness. */
   int s = -1;
-  if (k->cons != STRATA_CONS_ASYNC && strata_rng_below(&k->rng, 4) == 0)
+  if (k->cons != STRATA_MODE_ASYNC && strata_rng_below(&k->rng, 4) == 0)
     s = (int)strata_rng_below(&k->rng, (uint64_t)k->S + 1);
   strata_table_stats before, after;
   strata_table_get_stats(k->tb, &before);
@@ -238,7 +238,7 @@ static void do_read(tc *k) {
   if (after.reads != before.reads + (hi - lo))
     violated(k, "stats", "reads went from %" PRIu64 " to %" PRIu64 " over a read of %u rows",
              before.reads, after.reads, hi - lo);
-  if (k->cons == STRATA_CONS_ASYNC) {
+  if (k->cons == STRATA_MODE_ASYNC) {
     if (after.wait_s != 0.0)
       violated(k, "async never waits", "rows [%u, %u): wait_s = %g after the read", lo, hi,
                after.wait_s);
@@ -400,16 +400,16 @@ static void check_bad_rows(tc *k) {
 static void check_final(tc *k) {
   strata_table_stats st;
   strata_table_get_stats(k->tb, &st);
-  if (k->cons == STRATA_CONS_ASYNC && st.wait_s != 0.0)
+  if (k->cons == STRATA_MODE_ASYNC && st.wait_s != 0.0)
     violated(k, "async never waits", "wait_s = %g after %d clocks", st.wait_s, k->C);
-  if (k->cons != STRATA_CONS_ASYNC && st.diff_min < -k->S)
+  if (k->cons != STRATA_MODE_ASYNC && st.diff_min < -k->S)
     violated(k, "clock differential", "diff_min %d < -%d", (int)st.diff_min, k->S);
   uint64_t sum = 0;
   for (int b = 0; b < STRATA_TABLE_HIST; b++) sum += st.hist[b];
   if (sum != st.reads || st.reads != k->rows_read)
     violated(k, "stats", "%" PRIu64 " reads counted, histogram holds %" PRIu64 ", %" PRIu64 " rows read",
              st.reads, sum, k->rows_read);
-  if (k->cons != STRATA_CONS_ASYNC && k->S == 0 && st.hist[0] != st.reads)
+  if (k->cons != STRATA_MODE_ASYNC && k->S == 0 && st.hist[0] != st.reads)
     violated(k, "clock differential", "BSP: %" PRIu64 " of %" PRIu64 " reads not at differential 0",
              st.reads - st.hist[0], st.reads);
 
@@ -427,7 +427,7 @@ static void check_final(tc *k) {
                  r, v, (double)x, want);
     }
   strata_table_get_stats(k->tb, &st);
-  if (k->cons != STRATA_CONS_ASYNC && st.diff_min < -k->S)
+  if (k->cons != STRATA_MODE_ASYNC && st.diff_min < -k->S)
     violated(k, "clock differential", "diff_min %d < -%d after the final read", (int)st.diff_min, k->S);
 }
 
@@ -509,9 +509,9 @@ int main(int argc, char **argv) {
       strata_comm_abort(&t, 1);
     }
   }
-  k.cons = !strcmp(k.o.cons, "essp") ? STRATA_CONS_ESSP
-           : !strcmp(k.o.cons, "async") ? STRATA_CONS_ASYNC
-                                        : STRATA_CONS_SSP;
+  k.cons = !strcmp(k.o.cons, "essp") ? STRATA_MODE_ESSP
+           : !strcmp(k.o.cons, "async") ? STRATA_MODE_ASYNC
+                                        : STRATA_MODE_SSP;
   k.S = k.o.staleness;
   k.R = k.o.rows;
   k.C = k.o.clocks;
@@ -548,7 +548,7 @@ int main(int argc, char **argv) {
                             .me = k.me,
                             .rank_base = 0,
                             .tag = TAG_TABLE,
-                            .cons = k.cons,
+                            .mode = k.cons,
                             .staleness = k.S,
                             .prefetch = !strcmp(k.o.prefetch, "aggressive")     ? STRATA_PREFETCH_AGGRESSIVE
                                         : !strcmp(k.o.prefetch, "conservative") ? STRATA_PREFETCH_CONSERVATIVE

@@ -141,8 +141,8 @@ static void test_oplog_coalesces(void **state) {
   assert_int_equal(o.n, 2);
   assert_int_equal(o.list[0], 7);
   assert_int_equal(o.list[1], 2);
-  assert_int_equal(o.touched[7], 1);
-  assert_int_equal(o.touched[2], 1);
+  assert_true(o.touched[7] & PS_OPLOG_PENDING);
+  assert_true(o.touched[2] & PS_OPLOG_PENDING);
   const float *r7 = ps_oplog_row(&o, 7);
   assert_non_null(r7);
   assert_true(r7[0] == 111 && r7[1] == 222 && r7[2] == 333);
@@ -167,7 +167,7 @@ static void test_oplog_coalesces(void **state) {
 static void check_pack(const ps_oplog *o, int shard, int P, int from, int32_t stamp) {
   void *m = NULL;
   size_t len = 0;
-  assert_int_equal(ps_oplog_pack(o, shard, P, from, stamp, &m, &len), 0);
+  assert_int_equal(ps_oplog_pack(o, shard, P, from, stamp, 0, 0, NULL, 0, &m, &len), 0);
   assert_non_null(m);
   uint32_t want = 0;
   for (uint32_t r = 0; r < o->n_rows; r++) want += o->touched[r] && (int)(r % (uint32_t)P) == shard;
@@ -206,7 +206,7 @@ static void test_oplog_pack(void **state) {
   /* P = 3, by hand: shard 0 gets 0 3 9 12 15, shard 1 gets 4 19, shard 2 gets 17. */
   void *m;
   size_t len;
-  assert_int_equal(ps_oplog_pack(&o, 0, 3, 2, 41, &m, &len), 0);
+  assert_int_equal(ps_oplog_pack(&o, 0, 3, 2, 41, 0, 0, NULL, 0, &m, &len), 0);
   ps_hdr *h = m;
   assert_int_equal(h->nrows, 5);
   const uint32_t want0[] = {0, 3, 9, 12, 15};
@@ -215,7 +215,7 @@ static void test_oplog_pack(void **state) {
   const float *v3 = ps_msg_vals(m) + 1 * 3;
   assert_true(v3[0] == 6 && v3[1] == 9 && v3[2] == 2);
   strata_free(m);
-  assert_int_equal(ps_oplog_pack(&o, 1, 3, 2, 41, &m, &len), 0);
+  assert_int_equal(ps_oplog_pack(&o, 1, 3, 2, 41, 0, 0, NULL, 0, &m, &len), 0);
   h = m;
   assert_int_equal(h->nrows, 2);
   const uint32_t want1[] = {4, 19};
@@ -228,7 +228,7 @@ static void test_oplog_pack(void **state) {
     for (int X = 0; X < Ps[i]; X++) check_pack(&o, X, Ps[i], X, (int32_t)i);
 
   /* The message is a snapshot: later adds do not change it. */
-  assert_int_equal(ps_oplog_pack(&o, 2, 3, 0, 5, &m, &len), 0);
+  assert_int_equal(ps_oplog_pack(&o, 2, 3, 0, 5, 0, 0, NULL, 0, &m, &len), 0);
   h = m;
   assert_int_equal(h->nrows, 1);
   assert_int_equal(ps_msg_rows(m)[0], 17);
@@ -248,7 +248,7 @@ static void *update1(int from, int32_t stamp, uint32_t g, float x, size_t *len) 
   assert_int_equal(ps_oplog_init(&o, 8, 1), 0);
   ps_oplog_add(&o, g, &x);
   void *m;
-  assert_int_equal(ps_oplog_pack(&o, (int)(g % 2), 2, from, stamp, &m, len), 0);
+  assert_int_equal(ps_oplog_pack(&o, (int)(g % 2), 2, from, stamp, 0, 0, NULL, 0, &m, len), 0);
   ps_oplog_free(&o);
   return m;
 }
@@ -321,7 +321,7 @@ static void test_oplog_pack_empty_shard(void **state) {
   void *m;
   size_t len;
   /* Nothing touched at all. */
-  assert_int_equal(ps_oplog_pack(&o, 0, 2, 1, 3, &m, &len), 0);
+  assert_int_equal(ps_oplog_pack(&o, 0, 2, 1, 3, 0, 0, NULL, 0, &m, &len), 0);
   ps_hdr *h = m;
   assert_int_equal(h->type, PS_UPDATE);
   assert_int_equal(h->from, 1);
@@ -335,12 +335,12 @@ static void test_oplog_pack_empty_shard(void **state) {
   ps_oplog_add(&o, 0, d);
   ps_oplog_add(&o, 6, d);
   ps_oplog_add(&o, 10, d);
-  assert_int_equal(ps_oplog_pack(&o, 1, 4, 0, 0, &m, &len), 0);
+  assert_int_equal(ps_oplog_pack(&o, 1, 4, 0, 0, 0, 0, NULL, 0, &m, &len), 0);
   h = m;
   assert_int_equal(h->nrows, 0);
   assert_int_equal(len, sizeof(ps_hdr));
   strata_free(m);
-  assert_int_equal(ps_oplog_pack(&o, 3, 4, 0, 0, &m, &len), 0);
+  assert_int_equal(ps_oplog_pack(&o, 3, 4, 0, 0, 0, 0, NULL, 0, &m, &len), 0);
   assert_int_equal(((ps_hdr *)m)->nrows, 0);
   strata_free(m);
   check_pack(&o, 2, 4, 0, 0); /* rows 6 and 10 */
@@ -376,10 +376,10 @@ static void test_oplog_clear(void **state) {
   assert_true(r5[0] == 2 && r5[1] == 2 && r5[2] == 2);
   void *m;
   size_t len;
-  assert_int_equal(ps_oplog_pack(&o, 1, 2, 0, 1, &m, &len), 0);
+  assert_int_equal(ps_oplog_pack(&o, 1, 2, 0, 1, 0, 0, NULL, 0, &m, &len), 0);
   assert_int_equal(((ps_hdr *)m)->nrows, 1);
   strata_free(m);
-  assert_int_equal(ps_oplog_pack(&o, 0, 2, 0, 1, &m, &len), 0);
+  assert_int_equal(ps_oplog_pack(&o, 0, 2, 0, 1, 0, 0, NULL, 0, &m, &len), 0);
   assert_int_equal(((ps_hdr *)m)->nrows, 0);
   strata_free(m);
   ps_oplog_clear(&o);
@@ -440,7 +440,7 @@ static void test_oplog_pack_oom(void **state) {
   void *m = (void *)&o;
   size_t len = 123;
   strata_alloc_fail_after(1);
-  assert_int_equal(ps_oplog_pack(&o, 0, 2, 0, 0, &m, &len), STRATA_ENOMEM);
+  assert_int_equal(ps_oplog_pack(&o, 0, 2, 0, 0, 0, 0, NULL, 0, &m, &len), STRATA_ENOMEM);
   strata_alloc_fail_after(0);
   /* The oplog is intact: the same pack works afterwards. */
   check_pack(&o, 0, 2, 0, 0);

@@ -28,7 +28,10 @@
 #include <cmocka.h>
 
 #include "strata/core.h"
+#include "worker/backend.h"
 #include "worker/worker.h"
+
+extern const strata__backend strata__ring_backend; /* the back-end under test */
 
 enum { MAXP = 4, WATCHDOG_S = 20 };
 
@@ -138,6 +141,7 @@ static int setup_worker(wctx *c, int me, const strata_engine_opts *opts) {
   const strata_schedule *s = &rc->sched;
   w->app = &ring_app;
   w->state = c;
+  w->backend = &strata__ring_backend;
   w->opts = opts;
   w->me = me;
   w->has_eval = 1;

@@ -86,12 +86,42 @@
 #include "core/sf.h"
 #include "strata/core.h"
 #include "strata/sf.h"
+#include "worker/sfb.h"
 #include "worker/sfb_topology.h"
+#include "worker/backend.h"
 #include "worker/worker.h"
+
+extern const strata__backend strata__sfb_backend; /* the back-end under test */
 
 enum { MAXP = 70, J = 4, D = 7, WATCHDOG_S = 90, HEAD = (int)sizeof(strata__sf_head) };
 
 /* ---- the case and its factors ------------------------------------------ */
+
+/* A pass's figures as a worker reports them: the engine's and sfb's own
+ * (worker/sfb.h), side by side; drift -1 when not measured. */
+typedef struct sfb_view {
+  int32_t clocks;
+  uint64_t bytes_sent, bytes_recv;
+  uint64_t sets_in, factors_in, factors_out, delay_sum;
+  int32_t delay_max, replica_checked;
+  uint64_t delay_hist[STRATA_TABLE_HIST];
+  uint64_t from_mask, replica_digest;
+  double drift;
+  uint32_t drift_rows;
+} sfb_view;
+
+static sfb_view view_of(const strata_worker_stats *w) {
+  strata__sfb_stats f;
+  memcpy(&f, w->mode_stats[0], sizeof f);
+  sfb_view v = {.clocks = w->clocks, .bytes_sent = w->bytes_sent, .bytes_recv = w->bytes_recv,
+                .sets_in = f.sets_in, .factors_in = f.factors_in, .factors_out = f.factors_out,
+                .delay_sum = f.delay_sum, .delay_max = f.delay_max,
+                .replica_checked = f.replica_checked, .from_mask = f.from_mask,
+                .replica_digest = f.replica_digest, .drift = f.drift_measured ? f.drift : -1,
+                .drift_rows = f.drift_rows};
+  memcpy(v.delay_hist, f.delay_hist, sizeof v.delay_hist);
+  return v;
+}
 
 typedef struct sfb_conf {
   int P, Q, s, C, passes, max_delay, reorder;
@@ -237,7 +267,7 @@ typedef struct wctx {
   int computed; /* clocks computed so far */
   int reports, controls;
   ev_log log;
-  strata_worker_stats *stats; /* per pass, as reported */
+  sfb_view *stats; /* per pass, as reported */
   float *snap;                /* per pass: W as evaluate saw it */
   int fail;
   char msg[512];
@@ -351,7 +381,7 @@ static int take_report(void *ud, const pass_report *rep) {
   if (rep->partials[0] != c->k->cf.C || rep->partials[1] != 1)
     failf(c, "worker %d pass %d: %g computes and %g evaluations", c->w.me, rep->pass,
           rep->partials[0], rep->partials[1]);
-  c->stats[rep->pass] = rep->stats;
+  c->stats[rep->pass] = view_of(&rep->stats);
   return 0;
 }
 
@@ -385,6 +415,7 @@ static int setup_worker(wctx *c, int me) {
   strata__worker *w = &c->w;
   w->app = k->cf.real ? &real_app : &log_app;
   w->state = c;
+  w->backend = &strata__sfb_backend;
   w->opts = &k->opts;
   w->me = me;
   w->has_eval = 1;
@@ -514,7 +545,7 @@ static void model_log(void *ctx, int kind, int origin, int clock, int g) {
 static void model_stats(void *ctx, int kind, int origin, int clock, int g) {
   void **c = ctx;
   const sfb_case *k = c[0];
-  strata_worker_stats *st = (strata_worker_stats *)c[1] + (g - 1) / k->cf.C;
+  sfb_view *st = (sfb_view *)c[1] + (g - 1) / k->cf.C;
   int me = *(int *)c[2];
   if (kind != EV_APPLY || origin == me) return;
   uint64_t n = (uint64_t)nf_of(k, origin, clock);
@@ -532,13 +563,13 @@ static void model_stats(void *ctx, int kind, int origin, int clock, int g) {
  * to sfb's contract (the file's comment). 0, or 1 with a message.
  */
 static int check_log(const sfb_case *k, int me, const ev *log, size_t n,
-                     const strata_worker_stats *stats, char *msg, size_t msz) {
+                     const sfb_view *stats, char *msg, size_t msz) {
   const int P = k->cf.P, T = k->T, C = k->cf.C, s = k->cf.s, passes = k->passes;
   const int ran = passes * C; /* clocks run */
   int rc = 0;
   int *applied = calloc((size_t)P * T, sizeof *applied);
   key *last = malloc((size_t)P * sizeof *last); /* each sender's last factor applied */
-  strata_worker_stats *want = calloc((size_t)passes + 1, sizeof *want);
+  sfb_view *want = calloc((size_t)passes + 1, sizeof *want);
   if (!applied || !last || !want) abort();
   for (int q = 0; q < P; q++) last[q] = (key){-1, 0, q, 0};
   int g = 0, pass = 0, ends = 0;
@@ -582,7 +613,7 @@ static int check_log(const sfb_case *k, int me, const ev *log, size_t n,
               q, c, ends);
         last[q] = batch = kk;
         if (q != me) {
-          strata_worker_stats *st = &want[pass];
+          sfb_view *st = &want[pass];
           int d = g - 1 - c;
           if (e.k == 0) st->sets_in++;
           st->factors_in++;
@@ -693,7 +724,7 @@ static int check_log(const sfb_case *k, int me, const ev *log, size_t n,
       sent_want += (uint64_t)(q == me ? (P > 1 ? k->cf.Q : 0) : k->kids[me][q]) * set_len(k, q, c);
     }
   for (int p = 0; p < passes; p++) {
-    const strata_worker_stats *st = &stats[p], *w = &want[p];
+    const sfb_view *st = &stats[p], *w = &want[p];
     uint64_t out_want = 0, own_sent = 0;
     for (int c = p * C; c < (p + 1) * C; c++) {
       out_want += (uint64_t)nf_of(k, me, c);
@@ -899,8 +930,8 @@ static void run_case(const sfb_conf *cf, uint64_t seed, inspect_fn inspect) {
   k.opts.depth = 1;
   k.opts.passes = cf->passes;
   k.opts.staleness = cf->s;
-  k.opts.peers = cf->peers_zero ? 0 : cf->Q;
-  k.opts.check_replicas = cf->real;
+  strata__sfb_settings set = {.peers = cf->peers_zero ? 0 : cf->Q, .check_replicas = cf->real};
+  memcpy(&k.opts.mode_settings, &set, sizeof set);
   wctx ctx[MAXP];
   pthread_t th[MAXP];
   memset(ctx, 0, sizeof ctx);
@@ -930,7 +961,7 @@ static void run_case(const sfb_conf *cf, uint64_t seed, inspect_fn inspect) {
         if (memcmp(ctx[i].snap + p * cells,
                    k.sim + ((size_t)i * (k.T + 1) + (p + 1) * cf->C) * cells, bytes))
           fail_msg("%s: worker %d's replica after pass %d is not the simulation's", what, i, p);
-        const strata_worker_stats *st = &ctx[i].stats[p];
+        const sfb_view *st = &ctx[i].stats[p];
         if (!st->replica_checked || st->replica_digest != k.sim_digest[i * cf->passes + p])
           fail_msg("%s: worker %d's replica digest of pass %d is %016llx, the simulation's %016llx",
                    what, i, p, (unsigned long long)st->replica_digest,
@@ -1067,7 +1098,7 @@ static void move_events(ev *v, size_t from, size_t len, size_t to) {
 }
 
 static void expect_caught(const sfb_case *k, int me, const ev *v, size_t n,
-                          const strata_worker_stats *st, const char *words) {
+                          const sfb_view *st, const char *words) {
   char msg[512] = "";
   if (!check_log(k, me, v, n, st, msg, sizeof msg))
     fail_msg("a broken run passed the checks (expected \"%s\")", words);
@@ -1081,7 +1112,7 @@ static void break_runs(sfb_case *k, wctx *ctx) {
   char msg[512];
   assert_int_equal(check_log(k, me, orig, n, ctx[me].stats, msg, sizeof msg), 0);
   ev *v = malloc((n + 1) * sizeof *v);
-  strata_worker_stats *st = malloc((size_t)k->cf.passes * sizeof *st);
+  sfb_view *st = malloc((size_t)k->cf.passes * sizeof *st);
   assert_non_null(v);
   assert_non_null(st);
 #define FRESH() \

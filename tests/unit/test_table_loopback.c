@@ -60,7 +60,7 @@ typedef struct scen {
   int P;
   uint32_t N;
   int C; /* clocks every worker runs */
-  strata_consistency cons;
+  strata_mode cons;
   int s;
   strata_prefetch prefetch;
   int snapshots;   /* RUN: request random snapshots along the way */
@@ -167,7 +167,7 @@ static void check_row(worker *w, uint32_t r, const float *v, int c, int window, 
       record(w, "%s row %u at clock %d: has %d clocks of worker %d, which has not started", how, r,
              c, k, x);
     if (!window) continue;
-    int bsp = sc->cons == STRATA_CONS_SSP && sc->s == 0;
+    int bsp = sc->cons == STRATA_MODE_SSP && sc->s == 0;
     int lo = c - sc->s, hi = bsp ? c : c + sc->s + 1;
     if (hi > end_clock(sc)) hi = end_clock(sc);
     if (k < lo)
@@ -292,7 +292,7 @@ static int ask_snapshot(worker *w, uint8_t **asked, int all) {
 /* Clocks [from, to): reads, writes, maybe snapshots and refreshes. */
 static int run_clocks(worker *w, int from, int to, uint8_t **asked) {
   const scen *sc = w->sc;
-  int window = sc->cons != STRATA_CONS_ASYNC, rc = 0;
+  int window = sc->cons != STRATA_MODE_ASYNC, rc = 0;
   for (int c = from; c < to && !rc; c++) {
     uint32_t lo = (uint32_t)strata_rng_below(&w->rng, sc->N);
     uint32_t hi = lo + 1 + (uint32_t)strata_rng_below(&w->rng, sc->N - lo);
@@ -352,7 +352,7 @@ static int run_push(worker *w) {
     rc = api(w, strata_table_clock(w->tb), "clock");
   }
   if (rc) return rc;
-  int essp = sc->cons == STRATA_CONS_ESSP;
+  int essp = sc->cons == STRATA_MODE_ESSP;
   /* ESSP: the shards' pushes bring every row to its final value, no read
    * needed. SSP: nothing comes unasked, the cache keeps the initial values
    * plus this worker's own writes. */
@@ -389,7 +389,7 @@ static void *worker_main(void *p) {
   float *snap[256] = {0};
   w->snap = snap;
   w->close_rc = -1;
-  w->C = end_clock(sc) + (sc->cons == STRATA_CONS_ASYNC ? sc->extra * w->me : 0);
+  w->C = end_clock(sc) + (sc->cons == STRATA_MODE_ASYNC ? sc->extra * w->me : 0);
   strata_rng_seed(&w->rng, strata_mix64(sc->seed + 1000 * (uint64_t)(w->me + 1)));
   w->buf = malloc((size_t)sc->N * sc->P * sizeof(float));
   w->own = calloc(sc->N, sizeof *w->own);
@@ -410,7 +410,7 @@ static void *worker_main(void *p) {
                             .me = w->me,
                             .rank_base = 1,
                             .tag = TAG,
-                            .cons = sc->cons,
+                            .mode = sc->cons,
                             .staleness = sc->s,
                             .prefetch = sc->prefetch,
                             .snapshots = sc->snapshots || sc->final_snap,
@@ -540,7 +540,7 @@ static void test_ssp_window(void **state) {
   const int stal[] = {0, 1, 3};
   for (int i = 0; i < 3; i++)
     for (int k = 0; k < 3; k++) {
-      scen sc = {.mode = RUN, .P = 3, .N = 7, .C = 16, .cons = STRATA_CONS_SSP, .s = stal[i],
+      scen sc = {.mode = RUN, .P = 3, .N = 7, .C = 16, .cons = STRATA_MODE_SSP, .s = stal[i],
                  .prefetch = (strata_prefetch)k, .max_delay = 3, .reorder = 1,
                  .seed = sub_seed(10 * i + k)};
       worker ws[MAXP];
@@ -558,7 +558,7 @@ static void test_essp_window(void **state) {
   (void)state;
   start();
   for (int k = 0; k < 4; k++) {
-    scen sc = {.mode = RUN, .P = 3, .N = 7, .C = 16, .cons = STRATA_CONS_ESSP, .s = k % 3,
+    scen sc = {.mode = RUN, .P = 3, .N = 7, .C = 16, .cons = STRATA_MODE_ESSP, .s = k % 3,
                .prefetch = (strata_prefetch)(k % 3), .max_delay = 3, .reorder = 1,
                .seed = sub_seed(100 + k)};
     worker ws[MAXP];
@@ -578,19 +578,22 @@ static void test_essp_push(void **state) {
   start();
   for (int k = 0; k < 4; k++) {
     scen sc = {.mode = PUSH, .P = 3, .N = 8, .C = 10,
-               .cons = k < 3 ? STRATA_CONS_ESSP : STRATA_CONS_SSP, .s = k % 2, .max_delay = 3,
+               .cons = k < 3 ? STRATA_MODE_ESSP : STRATA_MODE_SSP, .s = k % 2, .max_delay = 3,
                .reorder = 1, .seed = sub_seed(200 + k)};
     worker ws[MAXP];
     run_scen(&sc, ws);
     for (int w = 0; w < sc.P; w++) {
-      if (sc.cons == STRATA_CONS_ESSP) assert_true(ws[w].st.pushes > 0);
+      if (sc.cons == STRATA_MODE_ESSP) assert_true(ws[w].st.pushes > 0);
       else assert_int_equal(ws[w].st.pushes, 0);
       /* The only request: the subscription (ESSP), or none at all. */
-      assert_int_equal(ws[w].st.requests, sc.cons == STRATA_CONS_ESSP ? sc.N : 0);
+      assert_int_equal(ws[w].st.requests, sc.cons == STRATA_MODE_ESSP ? sc.N : 0);
     }
   }
   stop();
 }
+
+/* The table rules of these tests, by index. */
+static const strata_mode KINDS[3] = {STRATA_MODE_SSP, STRATA_MODE_ESSP, STRATA_MODE_ASYNC};
 
 /* Read-my-writes under long delays, refreshes and aggressive prefetch, with
  * every consistency: the checks in add_clock read after single increments,
@@ -600,7 +603,7 @@ static void test_read_my_writes(void **state) {
   (void)state;
   start();
   for (int k = 0; k < 3; k++) {
-    scen sc = {.mode = RUN, .P = 3, .N = 5, .C = 14, .cons = (strata_consistency)k, .s = 2,
+    scen sc = {.mode = RUN, .P = 3, .N = 5, .C = 14, .cons = KINDS[k], .s = 2,
                .prefetch = STRATA_PREFETCH_AGGRESSIVE, .refresh = 1, .max_delay = 8,
                .reorder = 1, .seed = sub_seed(300 + k)};
     worker ws[MAXP];
@@ -616,7 +619,7 @@ static void test_async_never_waits(void **state) {
   (void)state;
   start();
   for (int k = 0; k < 3; k++) {
-    scen sc = {.mode = STALL, .P = 3, .N = 6, .C = 30, .cons = STRATA_CONS_ASYNC,
+    scen sc = {.mode = STALL, .P = 3, .N = 6, .C = 30, .cons = STRATA_MODE_ASYNC,
                .prefetch = (strata_prefetch)k, .refresh = 1, .max_delay = 3, .reorder = 1,
                .seed = sub_seed(400 + k)};
     worker ws[MAXP];
@@ -634,7 +637,7 @@ static void test_shutdown(void **state) {
   start();
   for (int k = 0; k < 4; k++) {
     scen sc = {.mode = RUN, .P = k == 3 ? 4 : 3, .N = 7, .C = 8,
-               .cons = k == 2 ? STRATA_CONS_ASYNC : STRATA_CONS_SSP, .s = 1 + k % 2,
+               .cons = k == 2 ? STRATA_MODE_ASYNC : STRATA_MODE_SSP, .s = 1 + k % 2,
                .final_snap = k != 2, .early_close = k % 2, .extra = k == 2 ? 5 : 0,
                .max_delay = 4, .reorder = 1, .seed = sub_seed(500 + k)};
     worker ws[MAXP];
@@ -650,7 +653,7 @@ static void test_snapshots_exact(void **state) {
   start();
   for (int k = 0; k < 4; k++) {
     scen sc = {.mode = RUN, .P = 3, .N = 6, .C = 12,
-               .cons = k == 3 ? STRATA_CONS_ASYNC : (strata_consistency)(k % 2), .s = k % 3,
+               .cons = k == 3 ? STRATA_MODE_ASYNC : KINDS[k % 2], .s = k % 3,
                .snapshots = 1, .max_delay = 3, .reorder = 1, .seed = sub_seed(600 + k)};
     worker ws[MAXP];
     run_scen(&sc, ws);
@@ -663,7 +666,7 @@ static void test_no_delay(void **state) {
   (void)state;
   start();
   for (int k = 0; k < 3; k++) {
-    scen sc = {.mode = RUN, .P = 1 + k, .N = 5, .C = 10, .cons = (strata_consistency)k, .s = 1,
+    scen sc = {.mode = RUN, .P = 1 + k, .N = 5, .C = 10, .cons = KINDS[k], .s = 1,
                .snapshots = 1, .seed = sub_seed(700 + k)};
     worker ws[MAXP];
     run_scen(&sc, ws);
@@ -682,10 +685,10 @@ static void test_start_clock_runs(void **state) {
   start();
   const int starts[] = {1, 1000};
   const struct {
-    strata_consistency cons;
+    strata_mode cons;
     int s;
-  } kinds[] = {{STRATA_CONS_SSP, 0}, {STRATA_CONS_SSP, 2}, {STRATA_CONS_ESSP, 1},
-               {STRATA_CONS_ASYNC, 0}};
+  } kinds[] = {{STRATA_MODE_SSP, 0}, {STRATA_MODE_SSP, 2}, {STRATA_MODE_ESSP, 1},
+               {STRATA_MODE_ASYNC, 0}};
   for (int i = 0; i < 2; i++)
     for (int k = 0; k < 4; k++) {
       scen sc = {.mode = RUN, .P = 3, .N = 6, .C = 8, .cons = kinds[k].cons, .s = kinds[k].s,
@@ -694,7 +697,7 @@ static void test_start_clock_runs(void **state) {
                  .seed = sub_seed(800 + 10 * i + k)};
       worker ws[MAXP];
       run_scen(&sc, ws);
-      if (sc.cons != STRATA_CONS_ASYNC) check_window_stats(&sc, ws);
+      if (sc.cons != STRATA_MODE_ASYNC) check_window_stats(&sc, ws);
     }
   stop();
 }
@@ -709,7 +712,7 @@ static void test_start_clock_read_at_once(void **state) {
   for (int i = 0; i < 2; i++)
     for (int k = 0; k < 3; k++) {
       scen sc = {.mode = FIRST_READ, .P = 3, .N = 7, .C = 4,
-                 .cons = k == 2 ? STRATA_CONS_ASYNC : STRATA_CONS_SSP, .s = 2 * k,
+                 .cons = k == 2 ? STRATA_MODE_ASYNC : STRATA_MODE_SSP, .s = 2 * k,
                  .prefetch = (strata_prefetch)k, .start = starts[i], .max_delay = 2, .reorder = 1,
                  .seed = sub_seed(900 + 10 * i + k)};
       worker ws[MAXP];
@@ -726,13 +729,13 @@ static void test_start_clock_shutdown_and_async(void **state) {
   start();
   for (int k = 0; k < 3; k++) {
     scen sc = {.mode = RUN, .P = 3, .N = 5, .C = 6,
-               .cons = k == 2 ? STRATA_CONS_ASYNC : STRATA_CONS_SSP, .s = 1,
+               .cons = k == 2 ? STRATA_MODE_ASYNC : STRATA_MODE_SSP, .s = 1,
                .final_snap = k != 2, .early_close = k == 1, .extra = k == 2 ? 3 : 0,
                .start = 3 + 20 * k, .max_delay = 4, .reorder = 1, .seed = sub_seed(950 + k)};
     worker ws[MAXP];
     run_scen(&sc, ws);
   }
-  scen sc = {.mode = STALL, .P = 3, .N = 6, .C = 12, .cons = STRATA_CONS_ASYNC,
+  scen sc = {.mode = STALL, .P = 3, .N = 6, .C = 12, .cons = STRATA_MODE_ASYNC,
              .prefetch = STRATA_PREFETCH_AGGRESSIVE, .refresh = 1, .start = 40, .max_delay = 3,
              .reorder = 1, .seed = sub_seed(960)};
   worker ws[MAXP];
@@ -752,7 +755,8 @@ static void test_start_clock_bounds(void **state) {
   const int32_t clocks[] = {-1, INT32_MIN, 0, 123456};
   for (int i = 0; i < 4; i++) {
     strata_table_conf conf = {.n_rows = 4, .row_len = 1, .workers = 1, .me = 0, .rank_base = 1,
-                              .tag = TAG, .snapshots = 1, .start_clock = clocks[i]};
+                              .tag = TAG, .mode = STRATA_MODE_SSP, .snapshots = 1,
+                              .start_clock = clocks[i]};
     strata_table *tb = (strata_table *)&tb;
     strata_err_clear();
     int rc = strata_table_open(&t, &conf, init, &tb);
@@ -854,7 +858,7 @@ static void bsp_script(int max_delay, int reorder, uint64_t seed) {
   for (int x = 0; x < BSP_P; x++) {
     assert_int_equal(strata_loopback_endpoint(lb, 1 + x, &b.t[x]), 0);
     strata_table_conf conf = {.n_rows = BSP_N, .row_len = BSP_P, .workers = BSP_P, .me = x,
-                              .rank_base = 1, .tag = TAG, .cons = STRATA_CONS_SSP,
+                              .rank_base = 1, .tag = TAG, .mode = STRATA_MODE_SSP,
                               .staleness = 0, .prefetch = STRATA_PREFETCH_NONE};
     assert_int_equal(strata_table_open(&b.t[x], &conf, init, &b.tb[x]), 0);
   }
