@@ -49,15 +49,18 @@ _Static_assert(sizeof(strata_prefetch) == sizeof(int), "strata_prefetch is not i
 
 #define EOPT(field) offsetof(cli_opts, field)
 static const strata_option straggler_keys[] = {
-    {"delay", 0, STRATA_OPT_INT, EOPT(eng.straggler_ms), NULL, "MS", 0, 3600000, NULL, NULL, NULL},
-    {"spin", 0, STRATA_OPT_INT, EOPT(eng.straggler_spin), "0", "0|1", 0, 1, NULL, NULL, NULL},
-    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+    {.name = "delay", .type = STRATA_OPT_INT, .offset = EOPT(eng.straggler_ms), .metavar = "MS",
+     .max = 3600000},
+    {.name = "spin", .type = STRATA_OPT_INT, .offset = EOPT(eng.straggler_spin), .def = "0",
+     .metavar = "0|1", .max = 1},
+    {.name = NULL}};
 
 static const strata_option disrupt_keys[] = {
-    {"prob", 0, STRATA_OPT_DOUBLE | STRATA_OPT_OPEN_MIN, EOPT(eng.disrupt_prob), NULL, "P", 0, 1,
-     NULL, NULL, NULL},
-    {"slot", 0, STRATA_OPT_INT, EOPT(eng.disrupt_slot_ms), NULL, "MS", 1, 3600000, NULL, NULL, NULL},
-    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+    {.name = "prob", .type = STRATA_OPT_DOUBLE | STRATA_OPT_OPEN_MIN,
+     .offset = EOPT(eng.disrupt_prob), .metavar = "P", .max = 1},
+    {.name = "slot", .type = STRATA_OPT_INT, .offset = EOPT(eng.disrupt_slot_ms), .metavar = "MS",
+     .min = 1, .max = 3600000},
+    {.name = NULL}};
 
 #define N_ENGINE_OPTS 27
 /* Options that do not change what a run computes: a resume may change them. */
@@ -164,71 +167,87 @@ static void engine_table_init(engine_table *t, const strata_app *app) {
            : app->round                           ? "the app's convergence measure"
                                                   : "the convergence measure");
   const strata_option opts[N_ENGINE_OPTS] = {
-      {"mode", 'm', STRATA_OPT_ENUM, EOPT(eng.mode), strata_mode_name(d->mode), "MODE", 0, 0, t->modes,
-       t->mode_help, NULL},
-      {"staleness", 0, STRATA_OPT_INT_OPTIONAL, EOPT(staleness), NULL, "S", 0, 1000000, NULL,
-       t->staleness_help, NULL},
-      {"wpc", 0, STRATA_OPT_DOUBLE_OPTIONAL, EOPT(wpc), t->wpc, "W", 0, 0, NULL, t->wpc_help, NULL},
-      {"prefetch", 0, STRATA_OPT_ENUM, EOPT(eng.prefetch), "auto", "POLICY", 0, 0,
-       PREFETCH_CHOICES, t->prefetch_help, NULL},
-      {"straggler", 0, STRATA_OPT_SPEC | R, EOPT(straggler), NULL, "delay=MS[,spin=1]", 0, 0, NULL,
-       "worker i sleeps MS at clocks i, i+P, ... (a clock is a pass in scheduled mode); "
-       "spin=1: busy instead of asleep",
-       straggler_keys},
-      {"disrupt", 0, STRATA_OPT_SPEC | R, EOPT(disrupt), NULL, "prob=P,slot=MS", 0, 0, NULL,
-       "each worker gets a CPU-burning thread for a random fraction P of MS-long slots",
-       disrupt_keys},
-      {"score-view", 0, STRATA_OPT_FLAG | R, EOPT(eng.score_view), NULL, NULL, 0, 0, NULL,
-       t->view_help, NULL},
-      {"strata", 'B', STRATA_OPT_INT, EOPT(eng.strata), "0", "B", 0, 4096, NULL,
-       "strata per pass (blocking B x B); 0 = one per worker", NULL},
-      {"depth", 0, STRATA_OPT_INT, EOPT(eng.depth), t->depth, "C", 1, 1024, NULL,
-       "pipeline chunks per rotating block", NULL},
-      {"round-depth", 0, STRATA_OPT_INT, EOPT(eng.round_depth), "1", "D", 1, 1024, NULL,
-       "rounds in flight: round t is scheduled from the model after round t-D (1: exact; more "
-       "hides the coordinator's round trip behind the workers' work)", NULL},
-      {"round-trace", 0, STRATA_OPT_STRING | R, EOPT(eng.round_trace), NULL, "FILE", 0, 0, NULL,
-       "write every round's record (latency, bytes each way, the workers' compute and wait) "
-       "as a JSON line into FILE", NULL},
-      {"passes", 'p', STRATA_OPT_INT | R, EOPT(eng.passes), t->passes, "N", 1, 1000000, NULL,
-       "data passes (a resumed run: in all, the checkpoint's included)", NULL},
-      {"tol", 0, STRATA_OPT_DOUBLE | R, EOPT(eng.tol), "0", "X", 0, 1e300, NULL, t->tol, NULL},
-      {"seed", 's', STRATA_OPT_U64, EOPT(eng.seed), "1", "X", 0, 0, NULL,
-       "seed for initialisation, block assignment and splits", NULL},
-      {"metrics-out", 0, STRATA_OPT_STRING | R, EOPT(eng.metrics_out), NULL, "FILE", 0, 0, NULL,
-       "write the JSON run summary here (atomically)", NULL},
-      {d->model_out_flag ? d->model_out_flag : "model-out", 0, STRATA_OPT_STRING | R,
-       EOPT(eng.model_out), NULL, "DIR", 0, 0, NULL,
-       d->model_out_help ? d->model_out_help : "export the final model into this directory", NULL},
-      {"checkpoint", 0, STRATA_OPT_STRING | R, EOPT(eng.checkpoint_dir), NULL, "DIR", 0, 0, NULL,
-       "write a checkpoint into DIR after every --checkpoint-every passes (each rank its own "
-       "part, then a manifest; the one before is removed)", NULL},
-      {"checkpoint-every", 0, STRATA_OPT_INT_OPTIONAL | R, EOPT(checkpoint_every), "10", "N", 1,
-       1000000, NULL, "passes between checkpoints", NULL},
-      {"resume", 0, STRATA_OPT_STRING | R, EOPT(eng.resume_dir), NULL, "DIR", 0, 0, NULL,
-       "continue from the last complete checkpoint in DIR (the same app, mode, workers, data "
-       "and settings; --passes counts the passes it holds)", NULL},
-      {"stall-timeout", 0, STRATA_OPT_DOUBLE_OPTIONAL | R, EOPT(stall_timeout), NULL, "SECONDS",
-       0.1, 1e6, NULL,
-       "end the run when a worker makes no progress for this long (default: from the pass "
-       "times seen, at least 5 s)", NULL},
-      {"watch-address", 0, STRATA_OPT_STRING | R, EOPT(eng.watch_address), NULL, "ADDR", 0, 0,
-       NULL,
-       "where rank 0 listens for the workers' liveness connections: an IPv4 address of its "
-       "host, or any (every interface); default 127.0.0.1 when every rank is on one host, else "
-       "its address on the workers' network", NULL},
-      {"mem-limit", 0, STRATA_OPT_DOUBLE | R, EOPT(mem_limit_gb), "0", "GB", 0, 1e9, NULL,
-       "refuse a run whose ranks on one host would need more memory than this (0: what each "
-       "host has available, measured at the start)", NULL},
-      {"status", 0, STRATA_OPT_STRING | R, EOPT(eng.status_addr), NULL, "HOST:PORT", 0, 0, NULL,
-       "serve the run live over HTTP: / (a page), /metrics (Prometheus), /status.json; port 0 "
-       "picks a free one; the URL is printed at the start, also with -q", NULL},
-      {"status-linger", 0, STRATA_OPT_DOUBLE | R, EOPT(eng.status_linger), "0", "SECONDS", 0, 1e6,
-       NULL, "keep serving --status this long after the run ends, for a last scrape", NULL},
-      {"quiet", 'q', STRATA_OPT_FLAG | R, EOPT(quiet), NULL, NULL, 0, 0, NULL,
-       "no configuration echo or progress, errors only", NULL},
-      {"verbose", 'v', STRATA_OPT_FLAG | R, EOPT(verbose), NULL, NULL, 0, 0, NULL, "debug messages", NULL},
-      {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+      {.name = "mode", .short_name = 'm', .type = STRATA_OPT_ENUM, .offset = EOPT(eng.mode),
+       .def = strata_mode_name(d->mode), .metavar = "MODE", .choices = t->modes,
+       .help = t->mode_help},
+      {.name = "staleness", .type = STRATA_OPT_INT_OPTIONAL, .offset = EOPT(staleness),
+       .metavar = "S", .max = 1000000, .help = t->staleness_help},
+      {.name = "wpc", .type = STRATA_OPT_DOUBLE_OPTIONAL, .offset = EOPT(wpc), .def = t->wpc,
+       .metavar = "W", .help = t->wpc_help},
+      {.name = "prefetch", .type = STRATA_OPT_ENUM, .offset = EOPT(eng.prefetch), .def = "auto",
+       .metavar = "POLICY", .choices = PREFETCH_CHOICES, .help = t->prefetch_help},
+      {.name = "straggler", .type = STRATA_OPT_SPEC | R, .offset = EOPT(straggler),
+       .metavar = "delay=MS[,spin=1]",
+       .help = "worker i sleeps MS at clocks i, i+P, ... (a clock is a pass in scheduled mode); "
+               "spin=1: busy instead of asleep",
+       .keys = straggler_keys},
+      {.name = "disrupt", .type = STRATA_OPT_SPEC | R, .offset = EOPT(disrupt),
+       .metavar = "prob=P,slot=MS",
+       .help = "each worker gets a CPU-burning thread for a random fraction P of MS-long slots",
+       .keys = disrupt_keys},
+      {.name = "score-view", .type = STRATA_OPT_FLAG | R, .offset = EOPT(eng.score_view),
+       .help = t->view_help},
+      {.name = "strata", .short_name = 'B', .type = STRATA_OPT_INT, .offset = EOPT(eng.strata),
+       .def = "0", .metavar = "B", .max = 4096,
+       .help = "strata per pass (blocking B x B); 0 = one per worker"},
+      {.name = "depth", .type = STRATA_OPT_INT, .offset = EOPT(eng.depth), .def = t->depth,
+       .metavar = "C", .min = 1, .max = 1024, .help = "pipeline chunks per rotating block"},
+      {.name = "round-depth", .type = STRATA_OPT_INT, .offset = EOPT(eng.round_depth), .def = "1",
+       .metavar = "D", .min = 1, .max = 1024,
+       .help = "rounds in flight: round t is scheduled from the model after round t-D (1: exact; "
+               "more hides the coordinator's round trip behind the workers' work)"},
+      {.name = "round-trace", .type = STRATA_OPT_STRING | R, .offset = EOPT(eng.round_trace),
+       .metavar = "FILE",
+       .help = "write every round's record (latency, bytes each way, the workers' compute and "
+               "wait) as a JSON line into FILE"},
+      {.name = "passes", .short_name = 'p', .type = STRATA_OPT_INT | R, .offset = EOPT(eng.passes),
+       .def = t->passes, .metavar = "N", .min = 1, .max = 1000000,
+       .help = "data passes (a resumed run: in all, the checkpoint's included)"},
+      {.name = "tol", .type = STRATA_OPT_DOUBLE | R, .offset = EOPT(eng.tol), .def = "0",
+       .metavar = "X", .max = 1e300, .help = t->tol},
+      {.name = "seed", .short_name = 's', .type = STRATA_OPT_U64, .offset = EOPT(eng.seed),
+       .def = "1", .metavar = "X", .help = "seed for initialisation, block assignment and splits"},
+      {.name = "metrics-out", .type = STRATA_OPT_STRING | R, .offset = EOPT(eng.metrics_out),
+       .metavar = "FILE", .help = "write the JSON run summary here (atomically)"},
+      {.name = d->model_out_flag ? d->model_out_flag : "model-out", .type = STRATA_OPT_STRING | R,
+       .offset = EOPT(eng.model_out), .metavar = "DIR",
+       .help = d->model_out_help ? d->model_out_help : "export the final model into this directory"},
+      {.name = "checkpoint", .type = STRATA_OPT_STRING | R, .offset = EOPT(eng.checkpoint_dir),
+       .metavar = "DIR",
+       .help = "write a checkpoint into DIR after every --checkpoint-every passes (each rank its "
+               "own part, then a manifest; the one before is removed)"},
+      {.name = "checkpoint-every", .type = STRATA_OPT_INT_OPTIONAL | R,
+       .offset = EOPT(checkpoint_every), .def = "10", .metavar = "N", .min = 1, .max = 1000000,
+       .help = "passes between checkpoints"},
+      {.name = "resume", .type = STRATA_OPT_STRING | R, .offset = EOPT(eng.resume_dir),
+       .metavar = "DIR",
+       .help = "continue from the last complete checkpoint in DIR (the same app, mode, workers, "
+               "data and settings; --passes counts the passes it holds)"},
+      {.name = "stall-timeout", .type = STRATA_OPT_DOUBLE_OPTIONAL | R,
+       .offset = EOPT(stall_timeout), .metavar = "SECONDS", .min = 0.1, .max = 1e6,
+       .help = "end the run when a worker makes no progress for this long (default: from the pass "
+               "times seen, at least 5 s)"},
+      {.name = "watch-address", .type = STRATA_OPT_STRING | R, .offset = EOPT(eng.watch_address),
+       .metavar = "ADDR",
+       .help = "where rank 0 listens for the workers' liveness connections: an IPv4 address of "
+               "its host, or any (every interface); default 127.0.0.1 when every rank is on one "
+               "host, else its address on the workers' network"},
+      {.name = "mem-limit", .type = STRATA_OPT_DOUBLE | R, .offset = EOPT(mem_limit_gb), .def = "0",
+       .metavar = "GB", .max = 1e9,
+       .help = "refuse a run whose ranks on one host would need more memory than this (0: what "
+               "each host has available, measured at the start)"},
+      {.name = "status", .type = STRATA_OPT_STRING | R, .offset = EOPT(eng.status_addr),
+       .metavar = "HOST:PORT",
+       .help = "serve the run live over HTTP: / (a page), /metrics (Prometheus), /status.json; "
+               "port 0 picks a free one; the URL is printed at the start, also with -q"},
+      {.name = "status-linger", .type = STRATA_OPT_DOUBLE | R, .offset = EOPT(eng.status_linger),
+       .def = "0", .metavar = "SECONDS", .max = 1e6,
+       .help = "keep serving --status this long after the run ends, for a last scrape"},
+      {.name = "quiet", .short_name = 'q', .type = STRATA_OPT_FLAG | R, .offset = EOPT(quiet),
+       .help = "no configuration echo or progress, errors only"},
+      {.name = "verbose", .short_name = 'v', .type = STRATA_OPT_FLAG | R, .offset = EOPT(verbose),
+       .help = "debug messages"},
+      {.name = NULL}};
   memcpy(t->opts, opts, sizeof opts);
   /* Only a round app (strata/round.h) has rounds, and only an app with a
    * convergence measure a tolerance. */
@@ -500,7 +519,10 @@ int strata__driver_main(const strata_app *app, const strata__driver *d, int argc
   }
   rc = strata_engine_run(app, cfg, &co.eng, serial ? NULL : &t, &result);
   if (rc == 0 && t.rank == 0) {
-    (d->summary ? d->summary : strata_print_summary)(&result);
+    if (d->summary)
+      d->summary(&result, d->summary_ud);
+    else
+      strata_print_summary(&result);
     if (co.eng.metrics_out) {
       rc = strata_metrics_write(co.eng.metrics_out, &result, (const char *const *)full_argv,
                                 full_argc);

@@ -16,7 +16,8 @@
 
 typedef struct strata__driver {
   const char *prog; /* "strata mf": usage lines and error prefix */
-  void (*summary)(const strata_run_result *r); /* NULL: strata_print_summary */
+  void (*summary)(const strata_run_result *r, void *ud); /* NULL: strata_print_summary */
+  void *summary_ud;
 } strata__driver;
 
 /* Runs app with options argv[0..argc); full_argc/full_argv are the whole

@@ -116,7 +116,7 @@ static int run_app(const strata_program *p, const char *name, const strata_app *
     snprintf(prog, sizeof prog, "%s", name);
   else
     snprintf(prog, sizeof prog, "%s %s", name, app->name);
-  strata__driver d = {.prog = prog, .summary = p->summary_fn};
+  strata__driver d = {.prog = prog, .summary = p->summary_fn, .summary_ud = p->summary_ud};
   return strata__driver_main(app, &d, argc - skip, argv + skip, argc, argv);
 }
 

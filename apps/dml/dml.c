@@ -41,32 +41,38 @@ static const char *const dml_objective_names[] = {"train_loss", "train_acc", "te
 
 #define OPT(field) offsetof(strata_dml_config, field)
 static const strata_option dml_options[] = {
-    {"data", 'd', STRATA_OPT_STRING | STRATA_OPT_RESUMABLE, OPT(data), "synth:", "FILE|synth:...", 0, 0, NULL,
-     "labelled examples in LIBSVM/SVMlight format (gzip too), or the generator: "
-     "synth:classes=J,features=D,nnz=N,samples=M,test=T,support=S,signal=F,seed=X",
-     NULL},
-    {"test", 0, STRATA_OPT_STRING | STRATA_OPT_RESUMABLE, OPT(test), NULL, "FILE", 0, 0, NULL,
-     "held-out examples (LIBSVM) to draw the test pairs from, read with --data's labels and "
-     "features",
-     NULL},
-    {"pairs", 0, STRATA_OPT_U64, OPT(pairs), "10000", "M", 1, 1e9, NULL,
-     "training pairs drawn from --data (seeded by --seed): half similar, half dissimilar", NULL},
-    {"test-pairs", 0, STRATA_OPT_U64, OPT(test_pairs), "2000", "T", 0, 1e9, NULL,
-     "test pairs drawn from --test or synth's test set, scored after every pass (0: none)", NULL},
-    {"latent", 'k', STRATA_OPT_INT, OPT(latent), "32", "k", 1, 65536, NULL,
-     "rows of the projection L (k x features); distances are |L(x - y)|^2", NULL},
-    {"margin", 0, STRATA_OPT_DOUBLE | STRATA_OPT_OPEN_MIN, OPT(margin), "1", "M", 0, 1e6, NULL,
-     "dissimilar pairs are pushed beyond this distance; a pair is judged similar below M/2",
-     NULL},
-    {"minibatch", 'K', STRATA_OPT_INT, OPT(minibatch), "100", "K", 1, 1000000, NULL,
-     "pairs per worker per clock; a clock's step averages the P*K pairs of all workers", NULL},
-    {"lr", 0, STRATA_OPT_DOUBLE, OPT(lr), "0.1", "RATE", 1e-9, 1e6, NULL,
-     "learning rate of the mean gradient over a clock's minibatch", NULL},
-    {"lr-decay", 0, STRATA_OPT_DOUBLE, OPT(lr_decay), "0.1", "D", 0, 100, NULL,
-     "the rate of pass t (from 0) is lr / (1 + D t)", NULL},
-    {"init-scale", 0, STRATA_OPT_DOUBLE | STRATA_OPT_OPEN_MIN, OPT(init_scale), "1", "S", 0, 100,
-     NULL, "initial L ~ N(0, S^2 / features)", NULL},
-    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+    {.name = "data", .short_name = 'd', .type = STRATA_OPT_STRING | STRATA_OPT_RESUMABLE,
+     .offset = OPT(data), .def = "synth:", .metavar = "FILE|synth:...",
+     .help = "labelled examples in LIBSVM/SVMlight format (gzip too), or the generator: "
+             "synth:classes=J,features=D,nnz=N,samples=M,test=T,support=S,signal=F,seed=X"},
+    {.name = "test", .type = STRATA_OPT_STRING | STRATA_OPT_RESUMABLE, .offset = OPT(test),
+     .metavar = "FILE",
+     .help = "held-out examples (LIBSVM) to draw the test pairs from, read with --data's labels "
+             "and features"},
+    {.name = "pairs", .type = STRATA_OPT_U64, .offset = OPT(pairs), .def = "10000", .metavar = "M",
+     .min = 1, .max = 1e9,
+     .help = "training pairs drawn from --data (seeded by --seed): half similar, half dissimilar"},
+    {.name = "test-pairs", .type = STRATA_OPT_U64, .offset = OPT(test_pairs), .def = "2000",
+     .metavar = "T", .max = 1e9,
+     .help = "test pairs drawn from --test or synth's test set, scored after every pass (0: none)"},
+    {.name = "latent", .short_name = 'k', .type = STRATA_OPT_INT, .offset = OPT(latent),
+     .def = "32", .metavar = "k", .min = 1, .max = 65536,
+     .help = "rows of the projection L (k x features); distances are |L(x - y)|^2"},
+    {.name = "margin", .type = STRATA_OPT_DOUBLE | STRATA_OPT_OPEN_MIN, .offset = OPT(margin),
+     .def = "1", .metavar = "M", .max = 1e6,
+     .help = "dissimilar pairs are pushed beyond this distance; a pair is judged similar below M/2"},
+    {.name = "minibatch", .short_name = 'K', .type = STRATA_OPT_INT, .offset = OPT(minibatch),
+     .def = "100", .metavar = "K", .min = 1, .max = 1000000,
+     .help = "pairs per worker per clock; a clock's step averages the P*K pairs of all workers"},
+    {.name = "lr", .type = STRATA_OPT_DOUBLE, .offset = OPT(lr), .def = "0.1", .metavar = "RATE",
+     .min = 1e-9, .max = 1e6,
+     .help = "learning rate of the mean gradient over a clock's minibatch"},
+    {.name = "lr-decay", .type = STRATA_OPT_DOUBLE, .offset = OPT(lr_decay), .def = "0.1",
+     .metavar = "D", .max = 100, .help = "the rate of pass t (from 0) is lr / (1 + D t)"},
+    {.name = "init-scale", .type = STRATA_OPT_DOUBLE | STRATA_OPT_OPEN_MIN,
+     .offset = OPT(init_scale), .def = "1", .metavar = "S", .max = 100,
+     .help = "initial L ~ N(0, S^2 / features)"},
+    {.name = NULL}};
 
 static int dml_check(const void *vcfg, const strata_setup *setup) {
   const strata_dml_config *cfg = vcfg;

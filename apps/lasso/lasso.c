@@ -55,83 +55,77 @@
 
 #define OPT(f) offsetof(lasso_config, f)
 static const strata_option lasso_options[] = {
-    {"data", 'd', STRATA_OPT_STRING | STRATA_OPT_RESUMABLE, OPT(data),
-     "synth:n=500,p=400000,density=0.05,nonzeros=100,noise=0.1,seed=1", "FILE|tsv:FILE|synth:...",
-     0, 0, NULL,
-     "the examples: a LIBSVM/svmlight file with real targets; a table with a "
-     "header line and "
-     "the target last (a name ending in .tsv or .tab.txt, or tsv:FILE); or the "
-     "generator "
-     "synth:n=N,p=P,density=D,nonzeros=K,noise=S,seed=X (unit-norm columns, K "
-     "true nonzeros)",
-     NULL},
-    {"standardize", 0, STRATA_OPT_FLAG, OPT(standardize), NULL, NULL, 0, 0, NULL,
-     "centre every column and scale it to unit population sd (over N), and "
-     "centre y "
-     "(the matrix becomes dense)",
-     NULL},
-    {"lambda", 0, STRATA_OPT_DOUBLE_OPTIONAL, OPT(lambda), NULL, "L", 0, 1e300, NULL,
-     "the L1 weight lambda (excludes --lambda-ratio)", NULL},
-    {"lambda-ratio", 0, STRATA_OPT_DOUBLE_OPTIONAL, OPT(lambda_ratio), "0.1", "R", 0, 1e300, NULL,
-     "lambda = R lambda_max, lambda_max = |X^T y|_inf / N (the default, 0.1)", NULL},
-    {"path", 0, STRATA_OPT_INT, OPT(path), "1", "K", 1, 1000, NULL,
-     "a warm-started path of K log-spaced lambdas from lambda_max down to "
-     "lambda",
-     NULL},
-    {"path-passes", 0, STRATA_OPT_INT, OPT(path_passes), "5", "M", 1, 1000000, NULL,
-     "passes per lambda of the path before the next (a fixed count); the last "
-     "one runs to the "
-     "end",
-     NULL},
-    {"schedule", 0, STRATA_OPT_ENUM, OPT(schedule), "static", NULL, 0, 0, "static|dynamic",
-     "static: cyclic sweeps of each worker's features (logistic: sets in turn, on rounds); "
-     "dynamic: the coordinator draws every round's set by priority, on rounds",
-     NULL},
-    {"sweeps", 0, STRATA_OPT_INT, OPT(sweeps), "1", "S", 1, 1000, NULL,
-     "static: sweeps over a chunk's own features per visit (more makes the "
-     "concurrent slices of "
-     "bsp/ssp/async closer to exact block solves, which correlated features "
-     "need)",
-     NULL},
-    {"damping", 0, STRATA_OPT_DOUBLE, OPT(damping), "0", "A", 0, 1, NULL,
-     "take A of each coordinate step (0: 1 with one worker, else 1/P, which the static "
-     "schedule lowers while the objective climbs): the workers' concurrent steps act on one "
-     "residual, and undamped they overshoot when features outnumber examples",
-     NULL},
-    {"set-size", 'U', STRATA_OPT_INT_OPTIONAL, OPT(set_size), NULL, "U", 1, 1 << 20, NULL,
-     "rounds: coefficients drawn (or taken in turn) per round, before the correlation filter "
-     "(default: 1024 with --set-sweeps, 16 without; 64 for --loss logistic)",
-     NULL},
-    {"rounds", 0, STRATA_OPT_INT_OPTIONAL, OPT(rounds), NULL, "R", 0, 1 << 30, NULL,
-     "rounds: sampled steps a pass, after its full round (default: 1 with --set-sweeps; "
-     "without, and for --loss logistic, features / U, at most 100)",
-     NULL},
-    {"set-sweeps", 0, STRATA_OPT_INT, OPT(set_sweeps), "50", "K", 0, 1000, NULL,
-     "rounds, squared loss: up to K Gauss-Seidel sweeps over the kept set with its Gram matrix "
-     "(coordinate descent on the set); 0: every kept coefficient steps from the round's "
-     "gradient at once (Jacobi, STRADS)",
-     NULL},
-    {"corr-threshold", 0, STRATA_OPT_DOUBLE_OPTIONAL, OPT(corr_threshold), NULL, "C", 0, 1, NULL,
-     "rounds: drop a drawn coefficient whose column's |correlation| with one kept exceeds C (1: "
-     "no filter; default: 1 with --set-sweeps, 0.1 without and for --loss logistic)",
-     NULL},
-    {"eta", 0, STRATA_OPT_DOUBLE, OPT(eta), "0.1", "E", 0, 1e6, NULL,
-     "rounds: every coefficient's priority floor, E times the mean priority of the last full "
-     "round, so that zero ones are still drawn (0: none)",
-     NULL},
-    {"loss", 0, STRATA_OPT_ENUM, OPT(loss), "squared", NULL, 0, 0, "squared|logistic",
-     "squared: the Lasso; logistic: L1-regularised logistic regression, labels 1 and -1 (on "
-     "rounds)",
-     NULL},
-    {"bias", 0, STRATA_OPT_DOUBLE, OPT(bias), "0", "B", -1e300, 1e300, NULL,
-     "logistic: a last feature of value B in every example, its weight regularised like the "
-     "others (LIBLINEAR's -B; 0: none)",
-     NULL},
-    {"line-search", 0, STRATA_OPT_INT, OPT(line_search), "0", "K", 0, 8, NULL,
-     "logistic: each Newton step's round is followed by one that tries the step sizes 1, 1/2, "
-     "... 2^(1-K) and takes the largest that decreases F enough (0: the bounded Newton step)",
-     NULL},
-    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+    {.name = "data", .short_name = 'd', .type = STRATA_OPT_STRING | STRATA_OPT_RESUMABLE,
+     .offset = OPT(data), .def = "synth:n=500,p=400000,density=0.05,nonzeros=100,noise=0.1,seed=1",
+     .metavar = "FILE|tsv:FILE|synth:...",
+     .help = "the examples: a LIBSVM/svmlight file with real targets; a table with a header line "
+             "and the target last (a name ending in .tsv or .tab.txt, or tsv:FILE); or the "
+             "generator synth:n=N,p=P,density=D,nonzeros=K,noise=S,seed=X (unit-norm columns, K "
+             "true nonzeros)"},
+    {.name = "standardize", .type = STRATA_OPT_FLAG, .offset = OPT(standardize),
+     .help = "centre every column and scale it to unit population sd (over N), and centre y (the "
+             "matrix becomes dense)"},
+    {.name = "lambda", .type = STRATA_OPT_DOUBLE_OPTIONAL, .offset = OPT(lambda), .metavar = "L",
+     .max = 1e300, .help = "the L1 weight lambda (excludes --lambda-ratio)"},
+    {.name = "lambda-ratio", .type = STRATA_OPT_DOUBLE_OPTIONAL, .offset = OPT(lambda_ratio),
+     .def = "0.1", .metavar = "R", .max = 1e300,
+     .help = "lambda = R lambda_max, lambda_max = |X^T y|_inf / N (the default, 0.1)"},
+    {.name = "path", .type = STRATA_OPT_INT, .offset = OPT(path), .def = "1", .metavar = "K",
+     .min = 1, .max = 1000,
+     .help = "a warm-started path of K log-spaced lambdas from lambda_max down to lambda"},
+    {.name = "path-passes", .type = STRATA_OPT_INT, .offset = OPT(path_passes), .def = "5",
+     .metavar = "M", .min = 1, .max = 1000000,
+     .help = "passes per lambda of the path before the next (a fixed count); the last one runs to "
+             "the end"},
+    {.name = "schedule", .type = STRATA_OPT_ENUM, .offset = OPT(schedule), .def = "static",
+     .choices = "static|dynamic",
+     .help = "static: cyclic sweeps of each worker's features (logistic: sets in turn, on "
+             "rounds); dynamic: the coordinator draws every round's set by priority, on rounds"},
+    {.name = "sweeps", .type = STRATA_OPT_INT, .offset = OPT(sweeps), .def = "1", .metavar = "S",
+     .min = 1, .max = 1000,
+     .help = "static: sweeps over a chunk's own features per visit (more makes the concurrent "
+             "slices of bsp/ssp/async closer to exact block solves, which correlated features "
+             "need)"},
+    {.name = "damping", .type = STRATA_OPT_DOUBLE, .offset = OPT(damping), .def = "0",
+     .metavar = "A", .max = 1,
+     .help = "take A of each coordinate step (0: 1 with one worker, else 1/P, which the static "
+             "schedule lowers while the objective climbs): the workers' concurrent steps act on "
+             "one residual, and undamped they overshoot when features outnumber examples"},
+    {.name = "set-size", .short_name = 'U', .type = STRATA_OPT_INT_OPTIONAL,
+     .offset = OPT(set_size), .metavar = "U", .min = 1, .max = 1 << 20,
+     .help = "rounds: coefficients drawn (or taken in turn) per round, before the correlation "
+             "filter (default: 1024 with --set-sweeps, 16 without; 64 for --loss logistic)"},
+    {.name = "rounds", .type = STRATA_OPT_INT_OPTIONAL, .offset = OPT(rounds), .metavar = "R",
+     .max = 1 << 30,
+     .help = "rounds: sampled steps a pass, after its full round (default: 1 with --set-sweeps; "
+             "without, and for --loss logistic, features / U, at most 100)"},
+    {.name = "set-sweeps", .type = STRATA_OPT_INT, .offset = OPT(set_sweeps), .def = "50",
+     .metavar = "K", .max = 1000,
+     .help = "rounds, squared loss: up to K Gauss-Seidel sweeps over the kept set with its Gram "
+             "matrix (coordinate descent on the set); 0: every kept coefficient steps from the "
+             "round's gradient at once (Jacobi, STRADS)"},
+    {.name = "corr-threshold", .type = STRATA_OPT_DOUBLE_OPTIONAL, .offset = OPT(corr_threshold),
+     .metavar = "C", .max = 1,
+     .help = "rounds: drop a drawn coefficient whose column's |correlation| with one kept exceeds "
+             "C (1: no filter; default: 1 with --set-sweeps, 0.1 without and for --loss logistic)"},
+    {.name = "eta", .type = STRATA_OPT_DOUBLE, .offset = OPT(eta), .def = "0.1", .metavar = "E",
+     .max = 1e6,
+     .help = "rounds: every coefficient's priority floor, E times the mean priority of the last "
+             "full round, so that zero ones are still drawn (0: none)"},
+    {.name = "loss", .type = STRATA_OPT_ENUM, .offset = OPT(loss), .def = "squared",
+     .choices = "squared|logistic",
+     .help = "squared: the Lasso; logistic: L1-regularised logistic regression, labels 1 and -1 "
+             "(on rounds)"},
+    {.name = "bias", .type = STRATA_OPT_DOUBLE, .offset = OPT(bias), .def = "0", .metavar = "B",
+     .min = -1e300, .max = 1e300,
+     .help = "logistic: a last feature of value B in every example, its weight regularised like "
+             "the others (LIBLINEAR's -B; 0: none)"},
+    {.name = "line-search", .type = STRATA_OPT_INT, .offset = OPT(line_search), .def = "0",
+     .metavar = "K", .max = 8,
+     .help = "logistic: each Newton step's round is followed by one that tries the step sizes 1, "
+             "1/2, ... 2^(1-K) and takes the largest that decreases F enough (0: the bounded "
+             "Newton step)"},
+    {.name = NULL}};
 
 static const strata_reduce lasso_reduce[N_PARTIALS] = {
     STRATA_REDUCE_SUM, STRATA_REDUCE_SUM, STRATA_REDUCE_SUM, STRATA_REDUCE_MAX,

@@ -87,26 +87,31 @@ enum { P_DOC, P_WORD, P_TOTAL, P_ERR, P_TOKENS, P_CHK_DW, P_CHK_WT, N_PARTIALS }
 
 #define OPT(field) offsetof(lda_config, field)
 static const strata_option lda_options[] = {
-    {"data", 'd', STRATA_OPT_STRING | STRATA_OPT_RESUMABLE, OPT(data), "synth:", "FILE|synth:...", 0, 0, NULL,
-     "corpus (UCI docword, lda-c; .gz read too), or the generator: "
-     "synth:docs=D,len=L,vocab=V,topics=K,alpha=A,beta=B,seed=X", NULL},
-    {"format", 0, STRATA_OPT_CHOICE | STRATA_OPT_RESUMABLE, OPT(format), "auto", "FMT", 0, 0, "auto|uci|ldac",
-     "corpus format", NULL},
-    {"vocab", 0, STRATA_OPT_STRING | STRATA_OPT_RESUMABLE, OPT(vocab), NULL, "FILE", 0, 0, NULL,
-     "vocabulary, one word per line (names the words in --topics-out; sets V)", NULL},
-    {"topics", 'K', STRATA_OPT_INT, OPT(topics), "100", "K", 1, 65535, NULL, "number of topics", NULL},
-    {"alpha", 0, STRATA_OPT_DOUBLE, OPT(alpha), "0", "A", 0, 1e6, NULL,
-     "symmetric document-topic prior; 0 = 50 / K", NULL},
-    {"beta", 0, STRATA_OPT_DOUBLE, OPT(beta), "0.01", "B", 1e-9, 1e6, NULL,
-     "symmetric topic-word prior", NULL},
-    {"sampler", 0, STRATA_OPT_CHOICE, OPT(sampler), "exact", "S", 0, 0, "exact|warp",
-     "exact: collapsed Gibbs (SparseLDA); warp: Metropolis-Hastings, O(1) per token at any K, "
-     "more passes to the same likelihood", NULL},
-    {"mh-steps", 0, STRATA_OPT_INT, OPT(mh_steps), "2", "N", 1, 64, NULL,
-     "with --sampler warp: word and document proposals per token (each)", NULL},
-    {"top", 0, STRATA_OPT_INT | STRATA_OPT_RESUMABLE, OPT(top), "10", "N", 1, 1000, NULL,
-     "words per topic in --topics-out", NULL},
-    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+    {.name = "data", .short_name = 'd', .type = STRATA_OPT_STRING | STRATA_OPT_RESUMABLE,
+     .offset = OPT(data), .def = "synth:", .metavar = "FILE|synth:...",
+     .help = "corpus (UCI docword, lda-c; .gz read too), or the generator: "
+             "synth:docs=D,len=L,vocab=V,topics=K,alpha=A,beta=B,seed=X"},
+    {.name = "format", .type = STRATA_OPT_CHOICE | STRATA_OPT_RESUMABLE, .offset = OPT(format),
+     .def = "auto", .metavar = "FMT", .choices = "auto|uci|ldac", .help = "corpus format"},
+    {.name = "vocab", .type = STRATA_OPT_STRING | STRATA_OPT_RESUMABLE, .offset = OPT(vocab),
+     .metavar = "FILE",
+     .help = "vocabulary, one word per line (names the words in --topics-out; sets V)"},
+    {.name = "topics", .short_name = 'K', .type = STRATA_OPT_INT, .offset = OPT(topics),
+     .def = "100", .metavar = "K", .min = 1, .max = 65535, .help = "number of topics"},
+    {.name = "alpha", .type = STRATA_OPT_DOUBLE, .offset = OPT(alpha), .def = "0", .metavar = "A",
+     .max = 1e6, .help = "symmetric document-topic prior; 0 = 50 / K"},
+    {.name = "beta", .type = STRATA_OPT_DOUBLE, .offset = OPT(beta), .def = "0.01", .metavar = "B",
+     .min = 1e-9, .max = 1e6, .help = "symmetric topic-word prior"},
+    {.name = "sampler", .type = STRATA_OPT_CHOICE, .offset = OPT(sampler), .def = "exact",
+     .metavar = "S", .choices = "exact|warp",
+     .help = "exact: collapsed Gibbs (SparseLDA); warp: Metropolis-Hastings, O(1) per token at "
+             "any K, more passes to the same likelihood"},
+    {.name = "mh-steps", .type = STRATA_OPT_INT, .offset = OPT(mh_steps), .def = "2",
+     .metavar = "N", .min = 1, .max = 64,
+     .help = "with --sampler warp: word and document proposals per token (each)"},
+    {.name = "top", .type = STRATA_OPT_INT | STRATA_OPT_RESUMABLE, .offset = OPT(top), .def = "10",
+     .metavar = "N", .min = 1, .max = 1000, .help = "words per topic in --topics-out"},
+    {.name = NULL}};
 
 static double cfg_alpha(const lda_config *c) { return c->alpha > 0 ? c->alpha : 50.0 / c->topics; }
 

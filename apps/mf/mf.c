@@ -52,38 +52,48 @@ static const char *const mf_objective_names[] = {"train_rmse", "test_rmse"};
 
 #define OPT(field) offsetof(strata_mf_config, field)
 static const strata_option mf_options[] = {
-    {"data", 'd', STRATA_OPT_STRING | STRATA_OPT_RESUMABLE, OPT(data), "synth:", "FILE|synth:...", 0, 0, NULL,
-     "training ratings, or the generator: synth:users=U,items=I,ratings=N,rank=R,noise=S,seed=X,skew=A", NULL},
-    {"format", 0, STRATA_OPT_CHOICE | STRATA_OPT_RESUMABLE, OPT(format), "auto", "FMT", 0, 0, "auto|tsv|dat|csv|libmf|mm",
-     "rating file format", NULL},
-    {"test", 0, STRATA_OPT_STRING | STRATA_OPT_RESUMABLE, OPT(test), NULL, "FILE",0, 0, NULL,
-     "held-out ratings scored after every pass (ids mapped like --data)", NULL},
-    {"test-fraction", 0, STRATA_OPT_DOUBLE, OPT(test_fraction), "0", "F", 0, 0.99, NULL,
-     "hold out this fraction of --data as the test set (seeded by --seed)", NULL},
-    {"rank", 'k', STRATA_OPT_INT, OPT(rank), "32", "K", 1, 4096, NULL, "factor rank", NULL},
-    {"update", 0, STRATA_OPT_CHOICE, OPT(update), "adagrad", "RULE", 0, 0, "adagrad|sgd",
-     "step sizes: row-wise AdaGrad (the pass's rate / sqrt(G)), or plain SGD (the pass's rate)",
-     NULL},
-    {"lr", 0, STRATA_OPT_DOUBLE, OPT(lr), "0.08", "RATE", 1e-9, 10, NULL,
-     "learning rate of the first pass (AdaGrad: the base step)", NULL},
-    {"lr-decay", 0, STRATA_OPT_DOUBLE_OPTIONAL, OPT(lr_decay), NULL, "D", 0, 100, NULL,
-     "the rate of pass t (from 0) is lr / (1 + D t) (default: 0.4 with AdaGrad, 0.1 with SGD)",
-     NULL},
-    {"lr-schedule", 0, STRATA_OPT_CHOICE, OPT(lr_schedule), "decay", "RULE", 0, 0, "decay|bold",
-     "with --update sgd: decay (lr / (1 + lr-decay t)), or bold: DSGD's bold driver, the rate "
-     "x1.05 after a pass whose training loss fell, x0.5 after one whose loss rose", NULL},
-    {"lambda", 0, STRATA_OPT_DOUBLE, OPT(lambda), "0.05", "L", 0, 100, NULL,
-     "L2 regularisation of the factors", NULL},
-    {"lambda-bias", 0, STRATA_OPT_DOUBLE, OPT(lambda_bias), "0.05", "L", 0, 100, NULL,
-     "L2 regularisation of the biases", NULL},
-    {"init-scale", 0, STRATA_OPT_DOUBLE, OPT(init_scale), "0.1", "S", 0, 100, NULL,
-     "initial factors ~ N(0, S^2/k)", NULL},
-    {"no-bias", 0, STRATA_OPT_FLAG, OPT(no_bias), NULL, NULL, 0, 0, NULL,
-     "no user and item biases (plain factorisation around the mean)", NULL},
-    {"duplicate", 0, STRATA_OPT_INT, OPT(duplicate), "1", "N", 1, 4096, NULL,
-     "train on N block-diagonal copies of the data (new users and items per copy; test "
-     "ratings copied alike): weak scaling as with Netflix x4 ... x256", NULL},
-    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+    {.name = "data", .short_name = 'd', .type = STRATA_OPT_STRING | STRATA_OPT_RESUMABLE,
+     .offset = OPT(data), .def = "synth:", .metavar = "FILE|synth:...",
+     .help = "training ratings, or the generator: "
+             "synth:users=U,items=I,ratings=N,rank=R,noise=S,seed=X,skew=A"},
+    {.name = "format", .type = STRATA_OPT_CHOICE | STRATA_OPT_RESUMABLE, .offset = OPT(format),
+     .def = "auto", .metavar = "FMT", .choices = "auto|tsv|dat|csv|libmf|mm",
+     .help = "rating file format"},
+    {.name = "test", .type = STRATA_OPT_STRING | STRATA_OPT_RESUMABLE, .offset = OPT(test),
+     .metavar = "FILE",
+     .help = "held-out ratings scored after every pass (ids mapped like --data)"},
+    {.name = "test-fraction", .type = STRATA_OPT_DOUBLE, .offset = OPT(test_fraction), .def = "0",
+     .metavar = "F", .max = 0.99,
+     .help = "hold out this fraction of --data as the test set (seeded by --seed)"},
+    {.name = "rank", .short_name = 'k', .type = STRATA_OPT_INT, .offset = OPT(rank), .def = "32",
+     .metavar = "K", .min = 1, .max = 4096, .help = "factor rank"},
+    {.name = "update", .type = STRATA_OPT_CHOICE, .offset = OPT(update), .def = "adagrad",
+     .metavar = "RULE", .choices = "adagrad|sgd",
+     .help = "step sizes: row-wise AdaGrad (the pass's rate / sqrt(G)), or plain SGD (the pass's "
+             "rate)"},
+    {.name = "lr", .type = STRATA_OPT_DOUBLE, .offset = OPT(lr), .def = "0.08", .metavar = "RATE",
+     .min = 1e-9, .max = 10, .help = "learning rate of the first pass (AdaGrad: the base step)"},
+    {.name = "lr-decay", .type = STRATA_OPT_DOUBLE_OPTIONAL, .offset = OPT(lr_decay),
+     .metavar = "D", .max = 100,
+     .help = "the rate of pass t (from 0) is lr / (1 + D t) (default: 0.4 with AdaGrad, 0.1 with "
+             "SGD)"},
+    {.name = "lr-schedule", .type = STRATA_OPT_CHOICE, .offset = OPT(lr_schedule), .def = "decay",
+     .metavar = "RULE", .choices = "decay|bold",
+     .help = "with --update sgd: decay (lr / (1 + lr-decay t)), or bold: DSGD's bold driver, the "
+             "rate x1.05 after a pass whose training loss fell, x0.5 after one whose loss rose"},
+    {.name = "lambda", .type = STRATA_OPT_DOUBLE, .offset = OPT(lambda), .def = "0.05",
+     .metavar = "L", .max = 100, .help = "L2 regularisation of the factors"},
+    {.name = "lambda-bias", .type = STRATA_OPT_DOUBLE, .offset = OPT(lambda_bias), .def = "0.05",
+     .metavar = "L", .max = 100, .help = "L2 regularisation of the biases"},
+    {.name = "init-scale", .type = STRATA_OPT_DOUBLE, .offset = OPT(init_scale), .def = "0.1",
+     .metavar = "S", .max = 100, .help = "initial factors ~ N(0, S^2/k)"},
+    {.name = "no-bias", .type = STRATA_OPT_FLAG, .offset = OPT(no_bias),
+     .help = "no user and item biases (plain factorisation around the mean)"},
+    {.name = "duplicate", .type = STRATA_OPT_INT, .offset = OPT(duplicate), .def = "1",
+     .metavar = "N", .min = 1, .max = 4096,
+     .help = "train on N block-diagonal copies of the data (new users and items per copy; test "
+             "ratings copied alike): weak scaling as with Netflix x4 ... x256"},
+    {.name = NULL}};
 
 double strata_mf_lr_decay(const strata_mf_config *cfg) {
   if (cfg->lr_decay.given) return cfg->lr_decay.value;

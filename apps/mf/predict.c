@@ -20,21 +20,24 @@ typedef struct predict_opts {
 
 #define POPT(f) offsetof(predict_opts, f)
 static const strata_option predict_options[] = {
-    {"model", 0, STRATA_OPT_STRING, POPT(model), NULL, "DIR", 0, 0, NULL,
-     "model directory written by --model-out (required)", NULL},
-    {"pairs", 0, STRATA_OPT_STRING, POPT(pairs), NULL, "FILE", 0, 0, NULL,
-     "ratings-format file (user item rating, rating ignored) of pairs to score; prints user item score", NULL},
-    {"top", 'n', STRATA_OPT_INT, POPT(top), "10", "N", 1, 100000, NULL,
-     "with --users: how many items to list per user", NULL},
-    {"users", 0, STRATA_OPT_STRING, POPT(users), NULL, "ID,ID|all", 0, 0, NULL,
-     "recommend for these users (original ids)", NULL},
-    {"exclude", 0, STRATA_OPT_STRING, POPT(exclude), NULL, "FILE", 0, 0, NULL,
-     "ratings file whose (user, item) pairs are left out of recommendations", NULL},
-    {"format", 0, STRATA_OPT_CHOICE, POPT(format), "auto", "FMT", 0, 0, "auto|tsv|dat|csv|libmf|mm",
-     "format of --pairs and --exclude", NULL},
-    {"out", 'o', STRATA_OPT_STRING, POPT(out), NULL, "FILE", 0, 0, NULL,
-     "write results here (atomically) instead of stdout", NULL},
-    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+    {.name = "model", .type = STRATA_OPT_STRING, .offset = POPT(model), .metavar = "DIR",
+     .help = "model directory written by --model-out (required)"},
+    {.name = "pairs", .type = STRATA_OPT_STRING, .offset = POPT(pairs), .metavar = "FILE",
+     .help = "ratings-format file (user item rating, rating ignored) of pairs to score; prints "
+             "user item score"},
+    {.name = "top", .short_name = 'n', .type = STRATA_OPT_INT, .offset = POPT(top), .def = "10",
+     .metavar = "N", .min = 1, .max = 100000,
+     .help = "with --users: how many items to list per user"},
+    {.name = "users", .type = STRATA_OPT_STRING, .offset = POPT(users), .metavar = "ID,ID|all",
+     .help = "recommend for these users (original ids)"},
+    {.name = "exclude", .type = STRATA_OPT_STRING, .offset = POPT(exclude), .metavar = "FILE",
+     .help = "ratings file whose (user, item) pairs are left out of recommendations"},
+    {.name = "format", .type = STRATA_OPT_CHOICE, .offset = POPT(format), .def = "auto",
+     .metavar = "FMT", .choices = "auto|tsv|dat|csv|libmf|mm",
+     .help = "format of --pairs and --exclude"},
+    {.name = "out", .short_name = 'o', .type = STRATA_OPT_STRING, .offset = POPT(out),
+     .metavar = "FILE", .help = "write results here (atomically) instead of stdout"},
+    {.name = NULL}};
 
 typedef struct job {
   const predict_opts *o;

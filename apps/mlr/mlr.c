@@ -41,31 +41,35 @@ static const char *const mlr_objective_names[] = {"train_loss", "train_acc", "te
 
 #define OPT(field) offsetof(strata_mlr_config, field)
 static const strata_option mlr_options[] = {
-    {"data", 'd', STRATA_OPT_STRING | STRATA_OPT_RESUMABLE, OPT(data), "synth:", "FILE|synth:...", 0, 0, NULL,
-     "training examples in LIBSVM/SVMlight format (gzip too), or the generator: "
-     "synth:classes=J,features=D,nnz=N,samples=M,test=T,support=S,signal=F,seed=X",
-     NULL},
-    {"test", 0, STRATA_OPT_STRING | STRATA_OPT_RESUMABLE, OPT(test), NULL, "FILE", 0, 0, NULL,
-     "held-out examples (LIBSVM) scored after every pass, read with --data's labels and features",
-     NULL},
-    {"test-fraction", 0, STRATA_OPT_DOUBLE, OPT(test_fraction), "0", "F", 0, 0.99, NULL,
-     "hold out this fraction of --data as the test set (seeded by --seed)", NULL},
-    {"minibatch", 'K', STRATA_OPT_INT, OPT(minibatch), "100", "K", 1, 1000000, NULL,
-     "examples per worker per clock; a clock's step averages the P*K examples of all workers",
-     NULL},
-    {"lr", 0, STRATA_OPT_DOUBLE, OPT(lr), "1", "RATE", 1e-9, 1e6, NULL,
-     "learning rate of the mean gradient over a clock's minibatch", NULL},
-    {"lr-decay", 0, STRATA_OPT_DOUBLE, OPT(lr_decay), "0.1", "D", 0, 100, NULL,
-     "the rate of pass t (from 0) is lr / (1 + D t)", NULL},
-    {"lambda", 0, STRATA_OPT_DOUBLE, OPT(lambda), "0", "L", 0, 100, NULL,
-     "L2 regularisation (lambda/2 |W|^2, bias row excluded): every clock scales W by "
-     "1 - lr lambda, a pass over the matrix",
-     NULL},
-    {"init-scale", 0, STRATA_OPT_DOUBLE, OPT(init_scale), "0", "S", 0, 100, NULL,
-     "initial weights ~ N(0, S^2) (0: all zero)", NULL},
-    {"no-bias", 0, STRATA_OPT_FLAG, OPT(no_bias), NULL, NULL, 0, 0, NULL,
-     "no constant bias feature", NULL},
-    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+    {.name = "data", .short_name = 'd', .type = STRATA_OPT_STRING | STRATA_OPT_RESUMABLE,
+     .offset = OPT(data), .def = "synth:", .metavar = "FILE|synth:...",
+     .help = "training examples in LIBSVM/SVMlight format (gzip too), or the generator: "
+             "synth:classes=J,features=D,nnz=N,samples=M,test=T,support=S,signal=F,seed=X"},
+    {.name = "test", .type = STRATA_OPT_STRING | STRATA_OPT_RESUMABLE, .offset = OPT(test),
+     .metavar = "FILE",
+     .help = "held-out examples (LIBSVM) scored after every pass, read with --data's labels and "
+             "features"},
+    {.name = "test-fraction", .type = STRATA_OPT_DOUBLE, .offset = OPT(test_fraction), .def = "0",
+     .metavar = "F", .max = 0.99,
+     .help = "hold out this fraction of --data as the test set (seeded by --seed)"},
+    {.name = "minibatch", .short_name = 'K', .type = STRATA_OPT_INT, .offset = OPT(minibatch),
+     .def = "100", .metavar = "K", .min = 1, .max = 1000000,
+     .help = "examples per worker per clock; a clock's step averages the P*K examples of all "
+             "workers"},
+    {.name = "lr", .type = STRATA_OPT_DOUBLE, .offset = OPT(lr), .def = "1", .metavar = "RATE",
+     .min = 1e-9, .max = 1e6,
+     .help = "learning rate of the mean gradient over a clock's minibatch"},
+    {.name = "lr-decay", .type = STRATA_OPT_DOUBLE, .offset = OPT(lr_decay), .def = "0.1",
+     .metavar = "D", .max = 100, .help = "the rate of pass t (from 0) is lr / (1 + D t)"},
+    {.name = "lambda", .type = STRATA_OPT_DOUBLE, .offset = OPT(lambda), .def = "0", .metavar = "L",
+     .max = 100,
+     .help = "L2 regularisation (lambda/2 |W|^2, bias row excluded): every clock scales W by 1 - "
+             "lr lambda, a pass over the matrix"},
+    {.name = "init-scale", .type = STRATA_OPT_DOUBLE, .offset = OPT(init_scale), .def = "0",
+     .metavar = "S", .max = 100, .help = "initial weights ~ N(0, S^2) (0: all zero)"},
+    {.name = "no-bias", .type = STRATA_OPT_FLAG, .offset = OPT(no_bias),
+     .help = "no constant bias feature"},
+    {.name = NULL}};
 
 static int mlr_check(const void *vcfg, const strata_setup *setup) {
   const strata_mlr_config *cfg = vcfg;

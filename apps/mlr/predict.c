@@ -19,13 +19,14 @@ typedef struct mlr_predict_opts {
 
 #define POPT(f) offsetof(mlr_predict_opts, f)
 static const strata_option options[] = {
-    {"model", 0, STRATA_OPT_STRING, POPT(model), NULL, "DIR", 0, 0, NULL,
-     "model directory written by strata mlr --model-out (required)", NULL},
-    {"data", 'd', STRATA_OPT_STRING, POPT(data), NULL, "FILE", 0, 0, NULL,
-     "examples to classify, LIBSVM format (required; labels must be the model's)", NULL},
-    {"out", 'o', STRATA_OPT_STRING, POPT(out), NULL, "FILE", 0, 0, NULL,
-     "write the predictions here (atomically) instead of stdout", NULL},
-    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+    {.name = "model", .type = STRATA_OPT_STRING, .offset = POPT(model), .metavar = "DIR",
+     .help = "model directory written by strata mlr --model-out (required)"},
+    {.name = "data", .short_name = 'd', .type = STRATA_OPT_STRING, .offset = POPT(data),
+     .metavar = "FILE",
+     .help = "examples to classify, LIBSVM format (required; labels must be the model's)"},
+    {.name = "out", .short_name = 'o', .type = STRATA_OPT_STRING, .offset = POPT(out),
+     .metavar = "FILE", .help = "write the predictions here (atomically) instead of stdout"},
+    {.name = NULL}};
 
 typedef struct job {
   const strata_mlr_model *m;

@@ -55,47 +55,53 @@ typedef struct pr_config {
 
 #define OPT(f) offsetof(pr_config, f)
 static const strata_option pr_options[] = {
-    {"graph", 'g', STRATA_OPT_STRING, OPT(graph), NULL, "SPEC", 0, 0, NULL,
-     "a SNAP edge list (plain or .gz), a Matrix Market file, or "
-     "synth:scale=S,edge-factor=E,seed=X[,a=,b=,c=] (Graph500 R-MAT)",
-     NULL},
-    {"damping", 'd', STRATA_OPT_DOUBLE | STRATA_OPT_OPEN_MIN, OPT(damping), "0.85", "D", 0,
-     0.999999, NULL, "damping factor: the probability of following a link", NULL},
-    {"top", 0, STRATA_OPT_INT | STRATA_OPT_RESUMABLE, OPT(top), "10", "K", 0, 1000000, NULL,
-     "with --model-out: the K highest-ranked vertices go to top.txt and the summary", NULL},
-    {"truth-iters", 0, STRATA_OPT_INT, OPT(truth_iters), "100", "N", 0, 100000, NULL,
-     "exact iterations of the ground truth the SSE is measured against (0: no SSE)", NULL},
-    {"truth-cache", 0, STRATA_OPT_STRING | STRATA_OPT_RESUMABLE, OPT(truth_cache), NULL, "DIR", 0,
-     0, NULL,
-     "where ground truths are kept by the graph's checksum (default $STRATA_CACHE_DIR, "
-     "$XDG_CACHE_HOME/strata or ~/.cache/strata; 'none': never)",
-     NULL},
-    {"subtile-bits", 0, STRATA_OPT_INT, OPT(subtile_bits), "0", "K", 0, 24, NULL,
-     "destination sub-tiles of 2^K vertices, whose accumulators a group keeps in cache "
-     "(0: 18 with one worker, 16 with more, which share the cache; at least 8)",
-     NULL},
-    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+    {.name = "graph", .short_name = 'g', .type = STRATA_OPT_STRING, .offset = OPT(graph),
+     .metavar = "SPEC",
+     .help = "a SNAP edge list (plain or .gz), a Matrix Market file, or "
+             "synth:scale=S,edge-factor=E,seed=X[,a=,b=,c=] (Graph500 R-MAT)"},
+    {.name = "damping", .short_name = 'd', .type = STRATA_OPT_DOUBLE | STRATA_OPT_OPEN_MIN,
+     .offset = OPT(damping), .def = "0.85", .metavar = "D", .max = 0.999999,
+     .help = "damping factor: the probability of following a link"},
+    {.name = "top", .type = STRATA_OPT_INT | STRATA_OPT_RESUMABLE, .offset = OPT(top), .def = "10",
+     .metavar = "K", .max = 1000000,
+     .help = "with --model-out: the K highest-ranked vertices go to top.txt and the summary"},
+    {.name = "truth-iters", .type = STRATA_OPT_INT, .offset = OPT(truth_iters), .def = "100",
+     .metavar = "N", .max = 100000,
+     .help = "exact iterations of the ground truth the SSE is measured against (0: no SSE)"},
+    {.name = "truth-cache", .type = STRATA_OPT_STRING | STRATA_OPT_RESUMABLE,
+     .offset = OPT(truth_cache), .metavar = "DIR",
+     .help = "where ground truths are kept by the graph's checksum (default $STRATA_CACHE_DIR, "
+             "$XDG_CACHE_HOME/strata or ~/.cache/strata; 'none': never)"},
+    {.name = "subtile-bits", .type = STRATA_OPT_INT, .offset = OPT(subtile_bits), .def = "0",
+     .metavar = "K", .max = 24,
+     .help = "destination sub-tiles of 2^K vertices, whose accumulators a group keeps in cache "
+             "(0: 18 with one worker, 16 with more, which share the cache; at least 8)"},
+    {.name = NULL}};
 
 /* R-MAT's keys for --graph synth:... */
 static const strata_option rmat_keys[] = {
-    {"scale", 0, STRATA_OPT_INT, offsetof(pr_rmat, scale), "16", "S", 1, 31, NULL, "2^S vertices",
-     NULL},
-    {"edge-factor", 0, STRATA_OPT_INT, offsetof(pr_rmat, edge_factor), "16", "E", 1, 1024, NULL,
-     "E * 2^S edges", NULL},
-    {"a", 0, STRATA_OPT_DOUBLE, offsetof(pr_rmat, a), "0.57", "A", 0, 1, NULL, "", NULL},
-    {"b", 0, STRATA_OPT_DOUBLE, offsetof(pr_rmat, b), "0.19", "B", 0, 1, NULL, "", NULL},
-    {"c", 0, STRATA_OPT_DOUBLE, offsetof(pr_rmat, c), "0.19", "C", 0, 1, NULL, "", NULL},
-    {"seed", 0, STRATA_OPT_U64, offsetof(pr_rmat, seed), "1", "X", 0, 0, NULL, "", NULL},
-    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+    {.name = "scale", .type = STRATA_OPT_INT, .offset = offsetof(pr_rmat, scale), .def = "16",
+     .metavar = "S", .min = 1, .max = 31, .help = "2^S vertices"},
+    {.name = "edge-factor", .type = STRATA_OPT_INT, .offset = offsetof(pr_rmat, edge_factor),
+     .def = "16", .metavar = "E", .min = 1, .max = 1024, .help = "E * 2^S edges"},
+    {.name = "a", .type = STRATA_OPT_DOUBLE, .offset = offsetof(pr_rmat, a), .def = "0.57",
+     .metavar = "A", .max = 1, .help = ""},
+    {.name = "b", .type = STRATA_OPT_DOUBLE, .offset = offsetof(pr_rmat, b), .def = "0.19",
+     .metavar = "B", .max = 1, .help = ""},
+    {.name = "c", .type = STRATA_OPT_DOUBLE, .offset = offsetof(pr_rmat, c), .def = "0.19",
+     .metavar = "C", .max = 1, .help = ""},
+    {.name = "seed", .type = STRATA_OPT_U64, .offset = offsetof(pr_rmat, seed), .def = "1",
+     .metavar = "X", .help = ""},
+    {.name = NULL}};
 
 typedef struct rmat_spec {
   pr_rmat r;
   const char *text;
 } rmat_spec;
 
-static const strata_option rmat_option[] = {{"synth", 0, STRATA_OPT_SPEC, offsetof(rmat_spec, text),
-                                             NULL, "SPEC", 0, 0, NULL, "", rmat_keys},
-                                            {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+static const strata_option rmat_option[] = {{.name = "synth", .type = STRATA_OPT_SPEC, .offset = offsetof(rmat_spec, text), .metavar = "SPEC",
+ .help = "", .keys = rmat_keys},
+{.name = NULL}};
 
 static int parse_rmat(const char *text, pr_rmat *out) {
   rmat_spec sp = {0};
@@ -181,6 +187,12 @@ static double dsum_total(const double *ds, uint32_t B) {
 
 /* ---- the coordinator's side ------------------------------------------ */
 
+/* The top K, kept for the summary. */
+typedef struct top_entry {
+  uint64_t id;
+  double rank;
+} top_entry;
+
 typedef struct pr_priv {
   uint32_t n;
   uint64_t m;
@@ -192,6 +204,9 @@ typedef struct pr_priv {
   int truth_cached; /* 1 read from the cache, 0 computed, -1 none */
   double truth_s;
   char truth_path[4096];
+  /* The export's top K, which the summary prints (r->problem.priv). */
+  top_entry *top;
+  int ntop;
 } pr_priv;
 
 static void priv_free(void *p) {
@@ -200,16 +215,9 @@ static void priv_free(void *p) {
     return;
   strata_free(v->first);
   strata_free(v->ids);
+  strata_free(v->top);
   strata_free(v);
 }
-
-/* The top K, kept for the summary. */
-typedef struct top_entry {
-  uint64_t id;
-  double rank;
-} top_entry;
-static top_entry *g_top;
-static int g_ntop;
 
 static const char *cache_dir(const pr_config *cfg, char *buf, size_t n) {
   const char *e;
@@ -782,7 +790,7 @@ static int by_rank(const void *a, const void *b) {
 static int pr_export(const void *vcfg, const strata_setup *setup, const strata_problem *prob,
                      const char *dir) {
   const pr_config *cfg = vcfg;
-  const pr_priv *pv = prob->priv;
+  pr_priv *pv = prob->priv;
   uint32_t n = pv->n;
   int rc = 0, k = cfg->top < (int)n ? cfg->top : (int)n;
   double *r = strata_malloc((size_t)n * 8);
@@ -812,14 +820,15 @@ static int pr_export(const void *vcfg, const strata_setup *setup, const strata_p
     goto done;
   if ((rc = strata_write_atomic_in(dir, "top.txt", fill_top, &x)))
     goto done;
-  strata_free(g_top);
-  if (!(g_top = strata_malloc((size_t)(k ? k : 1) * sizeof *g_top))) {
+  strata_free(pv->top);
+  pv->ntop = 0;
+  if (!(pv->top = strata_malloc((size_t)(k ? k : 1) * sizeof *pv->top))) {
     rc = oom();
     goto done;
   }
   for (int i = 0; i < k; i++)
-    g_top[i] = (top_entry){vid(pv, order[i]), r[order[i]]};
-  g_ntop = k;
+    pv->top[i] = (top_entry){vid(pv, order[i]), r[order[i]]};
+  pv->ntop = k;
 done:
   strata_free(r);
   strata_free(order);
@@ -888,21 +897,24 @@ static const strata_app pr_app = {
     .export_model = pr_export,
 };
 
-/* The engine's summary, then the top vertices when the model was exported. */
-static void pr_summary(const strata_run_result *r) {
+/* The engine's summary, then the top vertices when the model was exported
+ * (the export keeps them in the coordinator's state), on the stream the
+ * program names. */
+static void pr_summary(const strata_run_result *r, void *ud) {
+  FILE *out = ud;
+  const pr_priv *pv = r->problem.priv;
   strata_print_summary(r);
-  if (g_ntop)
-    printf("top %d:", g_ntop);
-  for (int i = 0; i < g_ntop; i++)
-    printf(" %llu (%.6g)", (unsigned long long)g_top[i].id, g_top[i].rank);
-  if (g_ntop)
-    printf("\n");
+  fflush(stdout);
+  if (!pv || !pv->ntop)
+    return;
+  fprintf(out, "top %d:", pv->ntop);
+  for (int i = 0; i < pv->ntop; i++)
+    fprintf(out, " %llu (%.6g)", (unsigned long long)pv->top[i].id, pv->top[i].rank);
+  fprintf(out, "\n");
 }
 
 int main(int argc, char **argv) {
   const strata_app *apps[] = {&pr_app};
-  strata_program p = {.apps = apps, .n_apps = 1, .summary_fn = pr_summary};
-  int rc = strata_program_main(&p, argc, argv);
-  strata_free(g_top);
-  return rc;
+  strata_program p = {.apps = apps, .n_apps = 1, .summary_fn = pr_summary, .summary_ud = stdout};
+  return strata_program_main(&p, argc, argv);
 }

@@ -32,13 +32,15 @@ typedef struct gcd_config {
 
 #define OPT(f) offsetof(gcd_config, f)
 static const strata_option gcd_options[] = {
-    {"rows", 0, STRATA_OPT_INT, OPT(rows), "2000", "N", 1, 1e7, NULL, "examples (rows of X)", NULL},
-    {"cols", 0, STRATA_OPT_INT, OPT(cols), "40", "P", 1, 1e5, NULL, "coefficients (columns)", NULL},
-    {"nonzeros", 0, STRATA_OPT_INT, OPT(nonzeros), "5", "K", 0, 1e5, NULL,
-     "nonzero true coefficients", NULL},
-    {"noise", 0, STRATA_OPT_DOUBLE, OPT(noise), "0.1", "S", 0, 1e6, NULL,
-     "standard deviation of the noise in y", NULL},
-    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+    {.name = "rows", .type = STRATA_OPT_INT, .offset = OPT(rows), .def = "2000", .metavar = "N",
+     .min = 1, .max = 1e7, .help = "examples (rows of X)"},
+    {.name = "cols", .type = STRATA_OPT_INT, .offset = OPT(cols), .def = "40", .metavar = "P",
+     .min = 1, .max = 1e5, .help = "coefficients (columns)"},
+    {.name = "nonzeros", .type = STRATA_OPT_INT, .offset = OPT(nonzeros), .def = "5",
+     .metavar = "K", .max = 1e5, .help = "nonzero true coefficients"},
+    {.name = "noise", .type = STRATA_OPT_DOUBLE, .offset = OPT(noise), .def = "0.1", .metavar = "S",
+     .max = 1e6, .help = "standard deviation of the noise in y"},
+    {.name = NULL}};
 
 /* A shard (data block): its rows of X, row-major, then its targets. */
 typedef struct shard_head {

@@ -22,14 +22,19 @@ typedef struct lsq_config {
 
 #define OPT(f) offsetof(lsq_config, f)
 static const strata_option lsq_options[] = {
-    {"samples", 0, STRATA_OPT_INT, OPT(samples), "4000", "N", 1, 10000000, NULL, "examples", NULL},
-    {"features", 0, STRATA_OPT_INT, OPT(features), "500", "D", 1, 1000000, NULL, "features", NULL},
-    {"outputs", 0, STRATA_OPT_INT, OPT(outputs), "8", "J", 1, 4096, NULL, "outputs", NULL},
-    {"nnz", 0, STRATA_OPT_INT, OPT(nnz), "10", "Z", 1, 1000, NULL, "features per example", NULL},
-    {"minibatch", 'K', STRATA_OPT_INT, OPT(minibatch), "50", "K", 1, 100000, NULL,
-     "examples per worker per clock", NULL},
-    {"lr", 0, STRATA_OPT_DOUBLE, OPT(lr), "1", "RATE", 1e-9, 100, NULL, "learning rate", NULL},
-    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+    {.name = "samples", .type = STRATA_OPT_INT, .offset = OPT(samples), .def = "4000",
+     .metavar = "N", .min = 1, .max = 10000000, .help = "examples"},
+    {.name = "features", .type = STRATA_OPT_INT, .offset = OPT(features), .def = "500",
+     .metavar = "D", .min = 1, .max = 1000000, .help = "features"},
+    {.name = "outputs", .type = STRATA_OPT_INT, .offset = OPT(outputs), .def = "8", .metavar = "J",
+     .min = 1, .max = 4096, .help = "outputs"},
+    {.name = "nnz", .type = STRATA_OPT_INT, .offset = OPT(nnz), .def = "10", .metavar = "Z",
+     .min = 1, .max = 1000, .help = "features per example"},
+    {.name = "minibatch", .short_name = 'K', .type = STRATA_OPT_INT, .offset = OPT(minibatch),
+     .def = "50", .metavar = "K", .min = 1, .max = 100000, .help = "examples per worker per clock"},
+    {.name = "lr", .type = STRATA_OPT_DOUBLE, .offset = OPT(lr), .def = "1", .metavar = "RATE",
+     .min = 1e-9, .max = 100, .help = "learning rate"},
+    {.name = NULL}};
 
 /* A data block: header, then per example nnz indices, nnz values, J targets. */
 typedef struct lsq_block {

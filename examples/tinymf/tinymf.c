@@ -22,16 +22,21 @@ typedef struct tinymf_config {
 
 #define OPT(f) offsetof(tinymf_config, f)
 static const strata_option tinymf_options[] = {
-    {"users", 0, STRATA_OPT_INT, OPT(users), "1000", "N", 1, 1e8, NULL, "users (rows)", NULL},
-    {"items", 0, STRATA_OPT_INT, OPT(items), "500", "N", 1, 1e8, NULL, "items (columns)", NULL},
-    {"rank", 'k', STRATA_OPT_INT, OPT(rank), "8", "K", 1, 256, NULL, "factors per user and item", NULL},
-    {"ratings", 0, STRATA_OPT_U64, OPT(ratings), "50000", "N", 1, 1e9, NULL, "observed entries", NULL},
-    {"lr", 0, STRATA_OPT_DOUBLE | STRATA_OPT_OPEN_MIN, OPT(lr), "0.05", "ETA", 0, 10, NULL,
-     "SGD step size", NULL},
-    {"lambda", 0, STRATA_OPT_DOUBLE, OPT(lambda), "0.02", "L", 0, 100, NULL, "L2 penalty", NULL},
-    {"noise", 0, STRATA_OPT_DOUBLE, OPT(noise), "0.1", "S", 0, 100, NULL,
-     "standard deviation of the noise on each rating", NULL},
-    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+    {.name = "users", .type = STRATA_OPT_INT, .offset = OPT(users), .def = "1000", .metavar = "N",
+     .min = 1, .max = 1e8, .help = "users (rows)"},
+    {.name = "items", .type = STRATA_OPT_INT, .offset = OPT(items), .def = "500", .metavar = "N",
+     .min = 1, .max = 1e8, .help = "items (columns)"},
+    {.name = "rank", .short_name = 'k', .type = STRATA_OPT_INT, .offset = OPT(rank), .def = "8",
+     .metavar = "K", .min = 1, .max = 256, .help = "factors per user and item"},
+    {.name = "ratings", .type = STRATA_OPT_U64, .offset = OPT(ratings), .def = "50000",
+     .metavar = "N", .min = 1, .max = 1e9, .help = "observed entries"},
+    {.name = "lr", .type = STRATA_OPT_DOUBLE | STRATA_OPT_OPEN_MIN, .offset = OPT(lr),
+     .def = "0.05", .metavar = "ETA", .max = 10, .help = "SGD step size"},
+    {.name = "lambda", .type = STRATA_OPT_DOUBLE, .offset = OPT(lambda), .def = "0.02",
+     .metavar = "L", .max = 100, .help = "L2 penalty"},
+    {.name = "noise", .type = STRATA_OPT_DOUBLE, .offset = OPT(noise), .def = "0.1", .metavar = "S",
+     .max = 100, .help = "standard deviation of the noise on each rating"},
+    {.name = NULL}};
 
 /* Block b of a B-way split of n holds [split(n, B, b), split(n, B, b + 1)). */
 static uint32_t split(int n, int B, int b) { return (uint32_t)((int64_t)n * b / B); }

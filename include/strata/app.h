@@ -26,6 +26,69 @@
  *    sub-epochs), and completely at the end of every pass; in
  *    parameter-server modes as rows of the table, under its staleness rule.
  * The engine copies bytes verbatim; parameter blocks must not hold pointers.
+ *
+ * The contract: where each callback runs, what it returns, what it owns.
+ *
+ *   Ranks. A run over MPI has a coordinator (rank 0) and P workers (ranks
+ *   1..P); serial mode runs both sides in one process. Every callback runs
+ *   on the thread that called strata_engine_run (strata_main's), never on
+ *   a thread of the engine's own, so a callback needs no locks; in serial
+ *   mode the coordinator's and the worker's callbacks take turns on it.
+ *     every rank, before the run  check (strata_main calls it with the
+ *                                 set-up of that rank: worker -1 on rank 0)
+ *     coordinator                 load, schedule, objectives, pass_control,
+ *                                 describe (also when the metrics are
+ *                                 written, after the run), export_model;
+ *                                 a round app's schedule_round and pull
+ *                                 (strata/round.h)
+ *     each worker                 worker_init, compute, evaluate,
+ *                                 block_objective, worker_free; a
+ *                                 sufficient-factor app's apply and
+ *                                 clock_end (strata/sf.h); a round app's
+ *                                 push and apply
+ *   Returns. A callback that returns int returns 0, or a negative STRATA_E*
+ *   code with a message set through strata_err_set (strata/error.h), which
+ *   names the input or the flag at fault. A failure on any rank ends the
+ *   run on every rank, and rank 0 prints that message once ("worker 2:
+ *   ..."); STRATA_EUSAGE (check) exits with 2, STRATA_EDIVERGED (an
+ *   export refusing a non-finite model) with 3, every other code with 1.
+ *   The void callbacks (objectives, describe, pass_control, worker_free,
+ *   an sf apply) cannot fail.
+ *   Ownership.
+ *     cfg      the program's config struct (options, config_size bytes),
+ *              the same on every rank; callbacks only read it; it lives
+ *              for the whole run.
+ *     state    made by worker_init, the app's own (the engine only hands
+ *              it back); valid until worker_free, which the engine calls
+ *              once, at the end or after a failure, whenever worker_init
+ *              left *state non-NULL (also when it failed).
+ *     meta     prob->meta as load made it; on a worker, the engine's
+ *              bytes, valid only during worker_init: copy what the state
+ *              keeps.
+ *     prob     load fills it with buffers from strata_malloc or
+ *              strata_alloc_aligned, and the engine owns them once load
+ *              returns, also when it fails (strata_problem_close frees
+ *              what is there). Data and parameter blocks go to the
+ *              workers: on the coordinator they are valid in load and
+ *              schedule, and the parameter blocks again in export_model
+ *              (the final model); objectives, pass_control, describe,
+ *              schedule_round and pull see only the coordinator's side
+ *              (meta, priv, coord, n_examples, rounds_per_pass).
+ *     prob->priv   load's coordinator-only state, the app's to change;
+ *              freed by priv_free (strata_problem_close) when the run's
+ *              result is closed, after the summary and the metrics, so a
+ *              summary (strata/main.h) may read it as r->problem.priv.
+ *     prob->coord  a round app's coordinator block: bytes schedule_round
+ *              and pull own and change, kept by checkpoints.
+ *     task view    tv and the blocks it points to are the engine's,
+ *              valid during the call: data is read-only; compute may
+ *              change its resident block, rows [row_lo, row_hi) of its
+ *              rotating block and the global block; evaluate and
+ *              block_objective only read.
+ *     partials     the engine's array of n_partials, valid during the
+ *              call; the callback combines its values into it.
+ *     schedule     schedule fills the engine's struct (strata/schedule.h);
+ *              the engine frees it.
  */
 #ifndef STRATA_APP_H
 #define STRATA_APP_H
@@ -67,16 +130,17 @@ struct strata_sf_ops;
  * rule of the mode is stated in clocks (strata_setup.staleness).
  *   scheduled, serial: a clock is a pass (clock = pass). A worker holds a
  *     rotating block alone while it computes on it: staleness 0.
- *   bsp, absp, ssp, essp, async: the worker's clock of the parameter-server
- *     table, the clock its reads of the chunk's rows are checked against
- *     (a read at clock c sees every update of clocks <= c - s - 1).
+ *   the parameter-server modes (strata_mode_is_ps: bsp, absp, ssp, essp,
+ *     async, ...): the worker's clock of the table, the clock its reads of
+ *     the chunk's rows are checked against (a read at clock c sees every
+ *     update of clocks <= c - s - 1).
  *     With wpc = 1/K a pass has K clocks: the i-th chunk of pass p (counting
  *     the chunks of this worker's tasks in the order compute sees them,
  *     empty ones included; n of them per pass) runs at clock
  *     p K + floor(i K / n). With wpc = 1 (always in bsp) the clock is the
  *     pass; with a whole wpc = W a clock spans W passes: floor(p / W).
  *     Staleness 0 in bsp and absp, s (--staleness, default 1) in ssp and
- *     essp, unbounded (-1) in async.
+ *     essp, unbounded (-1) under a rule that bounds no clock (async).
  *   sfb, and a sufficient-factor app (strata/sf.h) in every mode: a clock
  *     is one task (a minibatch): the t-th of a pass's T tasks runs at clock
  *     p T + t (wpc 0). Staleness in sfb: --staleness (default 0); in the
@@ -94,9 +158,9 @@ typedef struct strata_setup {
   const char *model_out;  /* --model-out directory or NULL */
   int staleness;   /* how many clocks old a read may be (see Clocks above): 0 in
                       scheduled, serial, bsp and absp; --staleness in ssp, essp
-                      and sfb; -1 in async (unbounded) */
+                      and sfb; -1 where the mode's rule bounds no clock (async) */
   double wpc;      /* work per clock in passes: 1 in scheduled, serial and bsp;
-                      --wpc in absp, ssp, essp and async (1/K: K clocks a pass,
+                      --wpc in the other table modes (1/K: K clocks a pass,
                       or a whole number W: a clock spans W passes); 0 for a
                       sufficient-factor app, whose clock is a minibatch (so
                       always 0 in sfb) */
@@ -320,8 +384,8 @@ typedef struct strata_app {
    *                                   while pass k - 1 is summed (serial
    *                                   keeps the same lag, so that it
    *                                   computes what the ring computes)
-   *   bsp, absp, async                 2
    *   ssp, essp with staleness s       2 plus the passes s clocks span
+   *   the other table modes            2
    *   sfb with staleness s             2 + s
    * compute reads them as tv->control; the metrics record them per pass
    * under control_names. */

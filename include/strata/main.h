@@ -56,9 +56,14 @@ typedef struct strata_program {
   int n_apps;
   const strata_command *commands; /* may be NULL */
   int n_commands;
-  /* Rank 0, after a successful run: prints the summary on stdout instead of
-   * strata_print_summary (NULL: that one). */
-  void (*summary_fn)(const strata_run_result *r);
+  /* Rank 0, after a successful run, on the thread that called
+   * strata_program_main: prints the summary on stdout instead of
+   * strata_print_summary (NULL: that one), with summary_ud as given. r and
+   * everything it points to are valid during the call: the app's
+   * coordinator state is r->problem.priv (what load and export_model left
+   * there), its config r->cfg. */
+  void (*summary_fn)(const strata_run_result *r, void *ud);
+  void *summary_ud;
   /* 1: a first argument NAME that is neither an app nor a command runs the
    * program PROG-NAME (PROG being the program's name), looked up beside
    * this program, then on PATH, with the remaining arguments: so apps built

@@ -4,7 +4,14 @@
  * A program (and each app) declares its options once, as a table; the same
  * table drives defaults, parsing with validation, --help and the echo of the
  * effective configuration at start. Values land in a caller-owned struct at
- * the offsets the table names.
+ * the offsets the table names. Write each row with designated initialisers
+ * (a field left out is zero or NULL), and end the table with {.name = NULL}:
+ *
+ *   #define OPT(f) offsetof(my_config, f)
+ *   static const strata_option my_options[] = {
+ *       {.name = "rank", .short_name = 'k', .type = STRATA_OPT_INT, .offset = OPT(rank),
+ *        .def = "32", .metavar = "K", .min = 1, .max = 4096, .help = "factor rank"},
+ *       {.name = NULL}};
  */
 #ifndef STRATA_OPTIONS_H
 #define STRATA_OPTIONS_H
@@ -76,7 +83,7 @@ typedef struct strata_option {
   double min, max;      /* inclusive bounds for numbers, checked when min < max */
   const char *choices;  /* for STRATA_OPT_CHOICE and STRATA_OPT_ENUM: "a|b|c" */
   const char *help;     /* one line */
-  const struct strata_option *keys; /* for STRATA_OPT_SPEC: its keys, ending with {NULL} */
+  const struct strata_option *keys; /* for STRATA_OPT_SPEC: its keys, ending with {.name = NULL} */
 } strata_option;
 
 /* A table bound to the struct it fills; tables end with a {NULL} entry. */

@@ -147,19 +147,21 @@ static bs_triple gen_next(strata_rng *rng, const blocksum_config *cfg) {
 
 #define OPT(field) offsetof(blocksum_config, field)
 static const strata_option bs_options[] = {
-    {"rows", 0, STRATA_OPT_INT, OPT(rows), "300", "N", 1, 1000000, NULL, "matrix rows (resident side)", NULL},
-    {"cols", 0, STRATA_OPT_INT, OPT(cols), "200", "N", 1, 1000000, NULL,
-     "matrix columns (rotating side)", NULL},
-    {"nnz", 0, STRATA_OPT_U64, OPT(nnz), "5000", "N", 1, 1e8, NULL,
-     "triples drawn from --seed (duplicates kept)", NULL},
-    {"max-value", 0, STRATA_OPT_INT, OPT(max_value), "1000", "V", 0, 1000000, NULL,
-     "values are uniform integers in [-V, V]", NULL},
-    {"no-eval", 0, STRATA_OPT_FLAG, OPT(no_eval), NULL, NULL, 0, 0, NULL,
-     "no evaluation after each pass (no model exchange between workers)", NULL},
-    {"fault", 0, STRATA_OPT_CHOICE, OPT(fault), "none", "F", 0, 0, "none|sum|trace",
-     "inject an error the export checks must catch: sum (worker 0 adds 1 once), "
-     "trace (worker 0 forgets one visit)", NULL},
-    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+    {.name = "rows", .type = STRATA_OPT_INT, .offset = OPT(rows), .def = "300", .metavar = "N",
+     .min = 1, .max = 1000000, .help = "matrix rows (resident side)"},
+    {.name = "cols", .type = STRATA_OPT_INT, .offset = OPT(cols), .def = "200", .metavar = "N",
+     .min = 1, .max = 1000000, .help = "matrix columns (rotating side)"},
+    {.name = "nnz", .type = STRATA_OPT_U64, .offset = OPT(nnz), .def = "5000", .metavar = "N",
+     .min = 1, .max = 1e8, .help = "triples drawn from --seed (duplicates kept)"},
+    {.name = "max-value", .type = STRATA_OPT_INT, .offset = OPT(max_value), .def = "1000",
+     .metavar = "V", .max = 1000000, .help = "values are uniform integers in [-V, V]"},
+    {.name = "no-eval", .type = STRATA_OPT_FLAG, .offset = OPT(no_eval),
+     .help = "no evaluation after each pass (no model exchange between workers)"},
+    {.name = "fault", .type = STRATA_OPT_CHOICE, .offset = OPT(fault), .def = "none",
+     .metavar = "F", .choices = "none|sum|trace",
+     .help = "inject an error the export checks must catch: sum (worker 0 adds 1 once), trace "
+             "(worker 0 forgets one visit)"},
+    {.name = NULL}};
 
 static int fault_code(const char *f) {
   return strcmp(f, "sum") == 0 ? FAULT_SUM : strcmp(f, "trace") == 0 ? FAULT_TRACE : FAULT_NONE;

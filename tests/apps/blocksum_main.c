@@ -10,7 +10,8 @@
 #include "blocksum.h"
 #include "strata/main.h"
 
-static void print_summary(const strata_run_result *r) {
+static void print_summary(const strata_run_result *r, void *ud) {
+  (void)ud;
   const strata_app *app = r->app;
   printf("summary: %s %s, %d worker%s, %d strata, depth %d, %d passes, %llu triples\n", app->name,
          strata_mode_name(r->mode), r->workers, r->workers == 1 ? "" : "s", r->strata, r->depth, r->passes,

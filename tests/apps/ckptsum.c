@@ -32,13 +32,13 @@ typedef struct cs_config {
 
 #define OPT(f) offsetof(cs_config, f)
 static const strata_option cs_options[] = {
-    {"rows", 0, STRATA_OPT_INT, OPT(rows), "40", "N", 1, 100000, NULL,
-     "rows of each block (resident and rotating)", NULL},
-    {"width", 0, STRATA_OPT_INT, OPT(width), "3", "L", 1, 1024, NULL, "floats per row", NULL},
-    {"fault", 0, STRATA_OPT_FLAG, OPT(fault), NULL, NULL, 0, 0, NULL,
-     "one update too many (pass 1, the first row of the first chunk): the check must fail",
-     NULL},
-    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+    {.name = "rows", .type = STRATA_OPT_INT, .offset = OPT(rows), .def = "40", .metavar = "N",
+     .min = 1, .max = 100000, .help = "rows of each block (resident and rotating)"},
+    {.name = "width", .type = STRATA_OPT_INT, .offset = OPT(width), .def = "3", .metavar = "L",
+     .min = 1, .max = 1024, .help = "floats per row"},
+    {.name = "fault", .type = STRATA_OPT_FLAG, .offset = OPT(fault),
+     .help = "one update too many (pass 1, the first row of the first chunk): the check must fail"},
+    {.name = NULL}};
 
 static int block(strata_block *b, uint32_t rows, int width, int rotating) {
   b->nrows = rows;

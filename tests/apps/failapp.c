@@ -35,25 +35,29 @@ typedef struct fail_config {
 
 #define OPT(f) offsetof(fail_config, f)
 static const strata_option fail_options[] = {
-    {"rows", 0, STRATA_OPT_INT, OPT(rows), "64", "N", 1, 100000, NULL,
-     "sum: rows of each side (resident and rotating)", NULL},
-    {"width", 0, STRATA_OPT_INT, OPT(width), "4", "L", 1, 1024, NULL, "floats per parameter row",
-     NULL},
-    {"samples", 0, STRATA_OPT_INT, OPT(samples), "240", "N", 1, 1000000, NULL, "sf: examples", NULL},
-    {"minibatch", 0, STRATA_OPT_INT, OPT(minibatch), "20", "K", 1, 100000, NULL,
-     "sf: examples per worker per clock", NULL},
-    {"fail-worker", 0, STRATA_OPT_INT, OPT(fail_worker), "-1", "W", -2, 100000, NULL,
-     "the worker that fails (-1: none, -2: every worker)", NULL},
-    {"fail-pass", 0, STRATA_OPT_INT, OPT(fail_pass), "1", "N", 1, 1000000, NULL,
-     "the pass it fails in (1-based)", NULL},
-    {"fail-in", 0, STRATA_OPT_CHOICE, OPT(fail_in), "compute", "CALLBACK", 0, 0,
-     "compute|evaluate|worker_init|block_objective|clock_end|alloc|coordinator|hang",
-     "where it fails (alloc: the engine's next allocation after compute; coordinator: rank "
-     "0's next allocation once pass N is summed, whatever --fail-worker says; hang: compute "
-     "spins forever)", NULL},
-    {"fail-code", 0, STRATA_OPT_CHOICE, OPT(fail_code), "runtime", "CODE", 0, 0, "runtime|diverged",
-     "runtime: STRATA_EINVAL (exit code 1); diverged: STRATA_EDIVERGED (3)", NULL},
-    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+    {.name = "rows", .type = STRATA_OPT_INT, .offset = OPT(rows), .def = "64", .metavar = "N",
+     .min = 1, .max = 100000, .help = "sum: rows of each side (resident and rotating)"},
+    {.name = "width", .type = STRATA_OPT_INT, .offset = OPT(width), .def = "4", .metavar = "L",
+     .min = 1, .max = 1024, .help = "floats per parameter row"},
+    {.name = "samples", .type = STRATA_OPT_INT, .offset = OPT(samples), .def = "240",
+     .metavar = "N", .min = 1, .max = 1000000, .help = "sf: examples"},
+    {.name = "minibatch", .type = STRATA_OPT_INT, .offset = OPT(minibatch), .def = "20",
+     .metavar = "K", .min = 1, .max = 100000, .help = "sf: examples per worker per clock"},
+    {.name = "fail-worker", .type = STRATA_OPT_INT, .offset = OPT(fail_worker), .def = "-1",
+     .metavar = "W", .min = -2, .max = 100000,
+     .help = "the worker that fails (-1: none, -2: every worker)"},
+    {.name = "fail-pass", .type = STRATA_OPT_INT, .offset = OPT(fail_pass), .def = "1",
+     .metavar = "N", .min = 1, .max = 1000000, .help = "the pass it fails in (1-based)"},
+    {.name = "fail-in", .type = STRATA_OPT_CHOICE, .offset = OPT(fail_in), .def = "compute",
+     .metavar = "CALLBACK",
+     .choices = "compute|evaluate|worker_init|block_objective|clock_end|alloc|coordinator|hang",
+     .help = "where it fails (alloc: the engine's next allocation after compute; coordinator: "
+             "rank 0's next allocation once pass N is summed, whatever --fail-worker says; hang: "
+             "compute spins forever)"},
+    {.name = "fail-code", .type = STRATA_OPT_CHOICE, .offset = OPT(fail_code), .def = "runtime",
+     .metavar = "CODE", .choices = "runtime|diverged",
+     .help = "runtime: STRATA_EINVAL (exit code 1); diverged: STRATA_EDIVERGED (3)"},
+    {.name = NULL}};
 
 typedef struct fail_worker {
   const fail_config *cfg;

@@ -35,12 +35,16 @@ typedef struct probe_config {
 
 #define OPT(f) offsetof(probe_config, f)
 static const strata_option probe_options[] = {
-    {"rows", 0, STRATA_OPT_INT, OPT(rows), "600", "N", 1, 1e6, NULL, "examples", NULL},
-    {"blocks", 0, STRATA_OPT_INT, OPT(blocks), "8", "B", 1, 1e4, NULL, "coordinate blocks", NULL},
-    {"width", 0, STRATA_OPT_INT, OPT(width), "4", "K", 1, 1e4, NULL, "coordinates per block", NULL},
-    {"fail-at", 0, STRATA_OPT_STRING, OPT(fail_at), NULL, "WHERE:WORKER:ROUND", 0, 0, NULL,
-     "fail schedule|pull|push|apply on that worker at that round", NULL},
-    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+    {.name = "rows", .type = STRATA_OPT_INT, .offset = OPT(rows), .def = "600", .metavar = "N",
+     .min = 1, .max = 1e6, .help = "examples"},
+    {.name = "blocks", .type = STRATA_OPT_INT, .offset = OPT(blocks), .def = "8", .metavar = "B",
+     .min = 1, .max = 1e4, .help = "coordinate blocks"},
+    {.name = "width", .type = STRATA_OPT_INT, .offset = OPT(width), .def = "4", .metavar = "K",
+     .min = 1, .max = 1e4, .help = "coordinates per block"},
+    {.name = "fail-at", .type = STRATA_OPT_STRING, .offset = OPT(fail_at),
+     .metavar = "WHERE:WORKER:ROUND",
+     .help = "fail schedule|pull|push|apply on that worker at that round"},
+    {.name = NULL}};
 
 /* The failure asked for: where, worker, round. */
 typedef struct fail_spec {

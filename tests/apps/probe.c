@@ -166,13 +166,15 @@ static int64_t rule_clock(strata_mode mode, double wpc, int pass, int32_t i, int
 
 #define OPT(field) offsetof(probe_config, field)
 static const strata_option probe_options[] = {
-    {"expect-staleness", 0, STRATA_OPT_INT, OPT(expect_staleness), "-2", "S", -2, 1000000, NULL,
-     "setup->staleness must be S (-2: not checked)", NULL},
-    {"expect-wpc", 0, STRATA_OPT_DOUBLE, OPT(expect_wpc), "-1", "W", -1, 1e6, NULL,
-     "setup->wpc must be W (< 0: not checked)", NULL},
-    {"fault", 0, STRATA_OPT_CHOICE, OPT(fault), "none", "F", 0, 0, "none|clock",
-     "clock: worker 0 misreports one clock (the checks must catch it)", NULL},
-    {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
+    {.name = "expect-staleness", .type = STRATA_OPT_INT, .offset = OPT(expect_staleness),
+     .def = "-2", .metavar = "S", .min = -2, .max = 1000000,
+     .help = "setup->staleness must be S (-2: not checked)"},
+    {.name = "expect-wpc", .type = STRATA_OPT_DOUBLE, .offset = OPT(expect_wpc), .def = "-1",
+     .metavar = "W", .min = -1, .max = 1e6, .help = "setup->wpc must be W (< 0: not checked)"},
+    {.name = "fault", .type = STRATA_OPT_CHOICE, .offset = OPT(fault), .def = "none",
+     .metavar = "F", .choices = "none|clock",
+     .help = "clock: worker 0 misreports one clock (the checks must catch it)"},
+    {.name = NULL}};
 
 /* Whether setup holds the staleness and wpc the flags expect. */
 static int setup_as_expected(const probe_config *cfg, const strata_setup *s) {
