@@ -62,8 +62,9 @@ typedef struct strata__mode_ops {
   const strata_option *options;
   unsigned takes; /* STRATA__TAKES_* */
   /* Checks the settings and fills the mode's defaults (the engine has
-   * refused the flags no owner of the mode takes). The rule's runs first,
-   * then the back-end's. NULL: nothing to check. */
+   * refused the flags no owner of the mode takes). The back-end's runs
+   * first, then the rule's, which may replace what the back-end filled.
+   * NULL: nothing to check. */
   int (*resolve)(strata_engine_opts *o, const strata__given *g);
   /* The clock rule the app is told (strata_setup.staleness, .wpc) for
    * resolved options o; the rule's replaces the back-end's. */

@@ -210,9 +210,9 @@ int strata_engine_resolve(strata_engine_opts *o, int s_given, int wpc_given, int
   if (s_given && o->staleness < 0)
     return strata_err_set(STRATA_EUSAGE, "--staleness must be >= 0, got %d", o->staleness);
   strata__given g = {s_given, wpc_given, pf_given};
-  /* The rule first: it fixes what its mode fixes (bsp: one clock a pass),
-   * then the back-end checks and fills what its modes share. */
-  for (int i = 1; i >= 0 && !rc; i--)
+  /* The back-end checks and fills what its modes share, then the rule
+   * what its mode fixes (bsp: one clock a pass), over the back-end's. */
+  for (int i = 0; i < 2 && !rc; i++)
     if (ops[i] && ops[i]->resolve) rc = ops[i]->resolve(o, &g);
   return rc;
 }

@@ -19,6 +19,7 @@
 
 /* ---- settings ---- */
 
+/* bsp is one clock a pass whatever the app's default work per clock. */
 static int bsp_resolve(strata_engine_opts *o, const strata__given *g) {
   if (g->wpc && o->wpc != 1)
     return strata_err_set(STRATA_EUSAGE, "--mode bsp is one clock per pass: use --mode absp --wpc %g",
