@@ -198,7 +198,8 @@ static int on_server_msg(strata_table *tb, void **pm, int src) {
   int w = h->from, rc = 0;
   if (w < 0 || w >= tb->P)
     return fail(tb, strata_err_set(STRATA_ECOMM, "table: message from unknown worker %d", w));
-  for (uint32_t i = 0; i < h->nrows; i++)
+  /* A rule's message carries words of its own, not rows. */
+  for (uint32_t i = 0; i < h->nrows && h->type != PS_RULE; i++)
     if (rows[i] >= tb->c.n_rows || (int)(rows[i] % (uint32_t)tb->P) != tb->me)
       return bad_row(tb, rows[i], src);
   switch (h->type) {
