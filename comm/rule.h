@@ -48,6 +48,10 @@ typedef struct strata__table_rule {
   /* refresh asks for rows not of the newest clock too (as the aggressive
    * prefetcher does), for reads that never wait for fresher ones. */
   int eager_refresh;
+  /* The longest sleep between the polls of the table's waits (seconds; 0:
+   * STRATA__WAIT_PEERS, core/wait.h): shorter for a rule whose waits are
+   * round trips between workers. */
+  double wait_ceiling;
 
   /* ---- server shard ---- */
   /* Whether the shards answer every read from their pure copy (the updates

@@ -355,33 +355,38 @@ static int on_client_msg(strata_table *tb, void *m, int src) {
   return tb->rule->rows_in ? tb->rule->rows_in(tb, h, rows) : 0;
 }
 
-/* Takes in everything that has arrived; *progressed when anything did. */
+/* Takes in everything that has arrived, until a round over both tags
+ * brings nothing (a message to this rank's own shard or client, sent while
+ * serving, is taken in too); *progressed when anything came. */
 static int serve(strata_table *tb, int *progressed) {
   if (tb->err) return tb->err;
-  int rc = progress_out(tb), got = 0;
+  int rc = progress_out(tb), got = 0, round = 1;
   *progressed = 0;
-  for (int side = 0; side < 2 && !rc; side++) {
-    for (;;) {
-      int src;
-      void *buf;
-      size_t len;
-      rc = tb->t->poll(tb->t->impl, tb->c.tag + side, &got, &src, &buf, &len);
-      if (rc) return fail(tb, rc);
-      if (!got) break;
-      *progressed = 1;
-      rc = ps_msg_check(buf, len, tb->L, src);
-      if (!rc) {
-        /* Snapshot traffic is counted once, by its sender (snapshot_bytes),
-         * and stays out of the training traffic as on the sending side. */
-        const ps_hdr *h = buf;
-        if (h->type != PS_SNAP && !(h->type == PS_ROWS && (h->flags & PS_SNAPSHOT)))
-          tb->st.bytes_recv += len;
-        rc = side == 0 ? on_server_msg(tb, &buf, src) : on_client_msg(tb, buf, src);
+  while (round && !rc) {
+    round = 0;
+    for (int side = 0; side < 2 && !rc; side++) {
+      for (;;) {
+        int src;
+        void *buf;
+        size_t len;
+        rc = tb->t->poll(tb->t->impl, tb->c.tag + side, &got, &src, &buf, &len);
+        if (rc) return fail(tb, rc);
+        if (!got) break;
+        *progressed = round = 1;
+        rc = ps_msg_check(buf, len, tb->L, src);
+        if (!rc) {
+          /* Snapshot traffic is counted once, by its sender (snapshot_bytes),
+           * and stays out of the training traffic as on the sending side. */
+          const ps_hdr *h = buf;
+          if (h->type != PS_SNAP && !(h->type == PS_ROWS && (h->flags & PS_SNAPSHOT)))
+            tb->st.bytes_recv += len;
+          rc = side == 0 ? on_server_msg(tb, &buf, src) : on_client_msg(tb, buf, src);
+        }
+        strata_free(buf);
+        if (rc) return fail(tb, rc);
       }
-      strata_free(buf);
-      if (rc) return fail(tb, rc);
+      if (side == 0 && (rc = maybe_fin(tb))) return rc;
     }
-    if (side == 0 && (rc = maybe_fin(tb))) return rc;
   }
   return rc;
 }
@@ -416,7 +421,9 @@ static int run_waiter(strata_table *tb, int (*ready)(strata_table *, void *), vo
   if (rc || ready(tb, ctx)) return rc;
   double t0 = strata_now();
   waiter wt = {.tb = tb, .ready = ready, .ctx = ctx};
-  strata__wait_conf wc = {.ceiling = STRATA__WAIT_PEERS, .until = until};
+  strata__wait_conf wc = {.ceiling = tb->rule->wait_ceiling > 0 ? tb->rule->wait_ceiling
+                                                               : STRATA__WAIT_PEERS,
+                          .until = until};
   rc = strata__wait(serve_poll, &wt, &wc);
   *took = strata_now() - t0;
   return rc;
