@@ -103,6 +103,14 @@ def mf_points(pr):
                          ("essp s=3", ["--mode", "essp", "--staleness", "3"]),
                          ("async", ["--mode", "async"])]:
         pts.append(("modes", label, 2, flags + common, []))
+    # The consistency models on plain SGD (VAP bounds every float of a row,
+    # AdaGrad's sums of squares included: bench/vap.sh has the whole study).
+    sgd = common + ["--update", "sgd", "--lr", "0.02"]
+    for label, flags in [("ssp s=1", ["--mode", "ssp", "--staleness", "1"]),
+                         ("essp s=1", ["--mode", "essp", "--staleness", "1"]),
+                         ("vap V=1", ["--mode", "vap", "--value-bound", "1"]),
+                         ("vap V=0.1", ["--mode", "vap", "--value-bound", "0.1"])]:
+        pts.append(("vap", label, 2, flags + sgd, []))
     for b in pr["strata"]:
         pts.append(("strata", f"B={b}", 1, ["--mode", "scheduled", "--strata", str(b)] + common, []))
     # Weak scaling: one copy of the data per worker (block-diagonal, as the
@@ -128,7 +136,8 @@ def lda_points(pr, data_dir):
            ("lda", "scheduled", 2, ["--mode", "scheduled"] + common, []),
            ("lda", "bsp", 2, ["--mode", "bsp"] + common, []),
            ("lda", "ssp s=1", 2, ["--mode", "ssp", "--staleness", "1"] + common, []),
-           ("lda", "essp s=1", 2, ["--mode", "essp", "--staleness", "1"] + common, [])]
+           ("lda", "essp s=1", 2, ["--mode", "essp", "--staleness", "1"] + common, []),
+           ("lda", "vap V=10", 2, ["--mode", "vap", "--value-bound", "10"] + common, [])]
     return pts, name
 
 
@@ -639,6 +648,10 @@ def summarise(r, pr, lda_name, out, model):
     L.append(head)
     L += rows("modes", "mf", serial_of("modes", "mf"))
     L.append("")
+    L.append("## Consistency models on SGD (MF, `--update sgd --lr 0.02`; bench/vap.sh)\n")
+    L.append(head)
+    L += rows("vap", "mf", serial_of("modes", "mf"))
+    L.append("")
     L.append(f"## Modes (LDA, {lda_name}, K = {pr['lda_topics']})\n")
     L.append("| mode | workers | transport | time per pass ms | x serial | M tokens/s | "
              "loglik/token | worker wait % | MB sent/pass/worker | coordinator CPU % |\n"
@@ -713,6 +726,8 @@ PLOTS = [
     ("time_per_pass_modes", "time per pass by mode and workers (MF), median with min-max bars"),
     ("objective_vs_time", "test RMSE against training time, per mode (MF, first repeat)"),
     ("objective_vs_time_lda", "log-likelihood per token against training time, per mode (LDA)"),
+    ("objective_vs_time_vap", "test RMSE against training time under SSP, ESSP and VAP on plain "
+     "SGD (MF, first repeat)"),
     ("compute_wait", "compute, wait and other time per pass and worker (passes 2..N, median over repeats), per mode (MF)"),
     ("staleness", "SSP vs ESSP: share of reads at each clock difference (s = 3)"),
     ("strata_one_worker", "time per pass against the number of strata B on one worker"),
@@ -776,6 +791,7 @@ def plots(r, out, model):
     # 2. objective vs time
     for app, group, obj, name, title in [
             ("mf", "modes", "test_rmse", "objective_vs_time", "test RMSE"),
+            ("mf", "vap", "test_rmse", "objective_vs_time_vap", "test RMSE (SGD)"),
             ("lda", "lda", "loglik_per_token", "objective_vs_time_lda", "log-likelihood per token")]:
         files, cmds = {}, []
         for i, ((label, w, tr), xs) in enumerate(points(recs, group, app).items()):

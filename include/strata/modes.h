@@ -38,6 +38,7 @@
   X(ESSP, essp, table, essp, "ssp's reads, with the shards pushing every change to its readers")   \
   X(ASYNC, async, table, async, "a parameter-server table whose reads never wait")                 \
   X(SFB, sfb, sfb, none, "replicas of a matrix, sufficient factors broadcast between workers")     \
+  X(VAP, vap, table, vap, "a parameter-server table; no worker's updates in transit exceed --value-bound") \
   /* a new mode: one line above this one */
 /* clang-format on */
 

@@ -24,6 +24,19 @@
  * run (exit 1) when a check fails. --expect-staleness and --expect-wpc give
  * the values setup->staleness and setup->wpc must hold; --fault clock makes
  * worker 0 misreport one clock, which the checks must catch.
+ *
+ * Reads under a value bound (--expect-value-bound V, with --mode vap): each
+ * compute also adds 1 to its worker's own column of every row of its chunk
+ * (columns W0..W3: up to 4 workers), and the trace keeps, per call, what the
+ * call read of every worker's column and when it ran. An update of worker
+ * q is certainly released (in its table) once q's next compute call has
+ * started, and a read happened after its worker's previous call ended; so
+ * for every read and every other worker q, the updates q had certainly
+ * released by then, minus what the read saw of q's column, is an amount the
+ * read missed of q's updates in transit. The export fails when one exceeds
+ * V (the rule's promise), or with --expect-vap-violations when none does
+ * (the enforcement switched off in a test: STRATA_TEST_VAP_OFF=1). Every
+ * rank must be on one host: the calls' times are CLOCK_MONOTONIC.
  */
 #include <errno.h>
 #include <math.h>
@@ -45,6 +58,8 @@
 typedef struct probe_config {
   int expect_staleness; /* -2: not checked */
   double expect_wpc;    /* < 0: not checked */
+  double value_bound;   /* > 0: check every read against it */
+  int expect_violations; /* 1: the value-bound check must find reads beyond it */
   const char *fault;    /* "none" or "clock" */
 } probe_config;
 
@@ -89,11 +104,15 @@ static const char *const objective_names[N_OBJECTIVES] = {
     "clock_max", "worker_max", "worker_min", "untouched"};
 
 /* One compute call as the trace keeps it. */
+#define VAP_COLS 4 /* workers whose columns the value-bound check reads */
+
 typedef struct pr_entry {
   int32_t worker, seq, pass, subepoch;
   int32_t data, resident, rotating, chunk;
   uint32_t row_lo, row_hi;
   int64_t clock;
+  double t_start, t_prev_end;  /* this call's start, the end of the worker's call before */
+  float seen[2][VAP_COLS];     /* the first two rows' worker columns as read */
 } pr_entry;
 
 /* A resident block: this header, then `cap` entries. */
@@ -107,7 +126,7 @@ typedef struct pr_data_hdr {
   int32_t bi, bj;
 } pr_data_hdr;
 
-enum { ROW_BLOCK, ROW_INDEX, ROW_COUNT, ROW_FLOATS = 4 };
+enum { ROW_BLOCK, ROW_INDEX, ROW_COUNT, ROW_PAD, ROW_W0, ROW_FLOATS = ROW_W0 + VAP_COLS };
 enum { G_CALLS, G_EMPTY };
 
 /* Coordinator only: every pass's partials, for export. */
@@ -128,6 +147,7 @@ typedef struct pr_worker {
   int pass_seen; /* the pass of the last call; its index within the pass */
   int32_t in_pass;
   int fault_done;
+  double t_end; /* when its last compute call ended (0: none yet) */
 } pr_worker;
 
 static uint32_t rot_rows(int j) { return 1 + 3 * (uint32_t)j; }
@@ -171,6 +191,13 @@ static const strata_option probe_options[] = {
      .help = "setup->staleness must be S (-2: not checked)"},
     {.name = "expect-wpc", .type = STRATA_OPT_DOUBLE, .offset = OPT(expect_wpc), .def = "-1",
      .metavar = "W", .min = -1, .max = 1e6, .help = "setup->wpc must be W (< 0: not checked)"},
+    {.name = "expect-value-bound", .type = STRATA_OPT_DOUBLE, .offset = OPT(value_bound),
+     .def = "0", .metavar = "V", .max = 1e9,
+     .help = "check that no read misses more than V of another worker's released updates "
+             "(0: no check; needs every rank on one host)"},
+    {.name = "expect-vap-violations", .type = STRATA_OPT_FLAG, .offset = OPT(expect_violations),
+     .help = "with --expect-value-bound: the check must find reads beyond it (the enforcement "
+             "switched off)"},
     {.name = "fault", .type = STRATA_OPT_CHOICE, .offset = OPT(fault), .def = "none",
      .metavar = "F", .choices = "none|clock",
      .help = "clock: worker 0 misreports one clock (the checks must catch it)"},
@@ -344,6 +371,7 @@ static int is_next(pr_worker *w, const strata_task_view *tv) {
 
 static int probe_compute(void *state, const strata_task_view *tv, double *partials) {
   pr_worker *w = state;
+  double t_start = strata_now();
   if (w->seq == 0) advance_to_start(w);
   if (tv->pass != w->pass_seen) {
     w->pass_seen = tv->pass;
@@ -374,10 +402,13 @@ static int probe_compute(void *state, const strata_task_view *tv, double *partia
   int B = w->B;
   double bad = d->bi != tv->ids.resident || d->bj != tv->ids.rotating ||
                tv->ids.data != d->bi * B + d->bj;
+  float seen[2][VAP_COLS] = {{0}};
   for (uint32_t k = tv->row_lo; k < tv->row_hi; k++) {
     float *row = rot_row(tv->rotating, k);
     bad += row[ROW_BLOCK] != (float)tv->ids.rotating || row[ROW_INDEX] != (float)k;
+    if (k - tv->row_lo < 2) memcpy(seen[k - tv->row_lo], row + ROW_W0, sizeof seen[0]);
     row[ROW_COUNT] += 1;
+    if (w->me < VAP_COLS) row[ROW_W0 + w->me] += 1;
   }
   float *g = tv->global->buf;
   g[G_CALLS] += 1;
@@ -389,14 +420,17 @@ static int probe_compute(void *state, const strata_task_view *tv, double *partia
     h->worker = w->me;
     h->staleness = w->setup.staleness;
     h->wpc = w->setup.wpc;
-    res_entries(tv->resident)[h->n++] =
-        (pr_entry){w->me, w->seq, tv->pass, tv->subepoch, tv->ids.data, tv->ids.resident,
-                   tv->ids.rotating, tv->chunk, tv->row_lo, tv->row_hi, clock};
+    pr_entry *e = &res_entries(tv->resident)[h->n++];
+    *e = (pr_entry){w->me, w->seq, tv->pass, tv->subepoch, tv->ids.data, tv->ids.resident,
+                    tv->ids.rotating, tv->chunk, tv->row_lo, tv->row_hi, clock, t_start,
+                    w->t_end, {{0}}};
+    memcpy(e->seen, seen, sizeof seen);
   } else {
     bad += 1;
   }
   partials[P_BAD] += bad;
   w->seq++;
+  w->t_end = strata_now();
   return 0;
 }
 
@@ -407,8 +441,12 @@ static int probe_evaluate(void *state, const strata_task_view *tv, double *parti
   int B = w->B, depth = w->depth;
   double err = tv->clock != -1;
   float want = (float)(B * (tv->pass + 1));
-  for (uint32_t k = 0; k < tv->rotating->nrows; k++)
-    err += rot_row(tv->rotating, k)[ROW_COUNT] != want;
+  for (uint32_t k = 0; k < tv->rotating->nrows; k++) {
+    const float *row = rot_row(tv->rotating, k);
+    float cols = 0;
+    for (int c = 0; c < VAP_COLS; c++) cols += row[ROW_W0 + c];
+    err += row[ROW_COUNT] != want || (w->P <= VAP_COLS && cols != want);
+  }
   int empty = 0;
   for (int j = 0; j < B; j++) empty += empty_chunks(j, depth);
   const float *g = tv->global->buf;
@@ -439,6 +477,10 @@ typedef struct report {
   int *n_by_worker;
   int failures;
   char first[512];
+  /* the value-bound check: reads checked, reads beyond the bound, the most
+   * a read missed of one worker's released updates to a row */
+  long vap_reads, vap_violations;
+  double vap_max_missed;
 } report;
 
 static void failure(report *rp, const char *fmt, ...) STRATA_PRINTF(2, 3);
@@ -522,6 +564,39 @@ static void check_traces(report *rp, const strata_schedule *sched) {
   }
 }
 
+/* Every read against the value bound (see the top of the file). */
+static void check_value_bound(report *rp) {
+  const strata_setup *s = rp->setup;
+  int P = s->workers < VAP_COLS ? s->workers : VAP_COLS;
+  double V = rp->cfg->value_bound;
+  for (int r = 0; r < P; r++)
+    for (int i = 1; i < rp->n_by_worker[r]; i++) {
+      const pr_entry *e = &rp->by_worker[r][i];
+      for (uint32_t k = e->row_lo; k < e->row_hi && k - e->row_lo < 2; k++)
+        for (int q = 0; q < P; q++) {
+          if (q == r) continue;
+          /* q's calls on this row whose next call started before the read */
+          double released = 0;
+          for (int m = 0; m + 1 < rp->n_by_worker[q]; m++) {
+            const pr_entry *f = &rp->by_worker[q][m];
+            if (f->rotating == e->rotating && f->row_lo <= k && k < f->row_hi &&
+                rp->by_worker[q][m + 1].t_start <= e->t_prev_end)
+              released += 1;
+          }
+          double missed = released - e->seen[k - e->row_lo][q];
+          rp->vap_reads++;
+          if (missed > rp->vap_max_missed) rp->vap_max_missed = missed;
+          if (missed > V + 1e-4) rp->vap_violations++;
+        }
+    }
+  if (rp->cfg->expect_violations && !rp->vap_violations)
+    failure(rp, "no read missed more than %g of another worker's updates, with the bound's "
+            "enforcement off (%ld reads checked)", V, rp->vap_reads);
+  if (!rp->cfg->expect_violations && rp->vap_violations)
+    failure(rp, "%ld of %ld reads missed more than the value bound %g of another worker's "
+            "updates (up to %g)", rp->vap_violations, rp->vap_reads, V, rp->vap_max_missed);
+}
+
 static int fill_report(FILE *f, void *ud) {
   const report *rp = ud;
   const strata_setup *s = rp->setup;
@@ -538,6 +613,14 @@ static int fill_report(FILE *f, void *ud) {
   strata_json_bool(&j, "ok", rp->failures == 0);
   strata_json_int(&j, "failures", rp->failures);
   if (rp->failures) strata_json_string(&j, "first_failure", rp->first);
+  if (rp->cfg->value_bound > 0) {
+    strata_json_object_begin(&j, "value_bound");
+    strata_json_number(&j, "bound", rp->cfg->value_bound);
+    strata_json_int(&j, "reads", rp->vap_reads);
+    strata_json_int(&j, "violations", rp->vap_violations);
+    strata_json_number(&j, "max_missed", rp->vap_max_missed);
+    strata_json_object_end(&j);
+  }
   strata_json_object_begin(&j, "setup");
   strata_json_int(&j, "staleness", s->staleness);
   strata_json_number(&j, "wpc", s->wpc);
@@ -618,6 +701,7 @@ static int probe_export(const void *vcfg, const strata_setup *setup, const strat
   if ((rc = strata_schedule_diagonal(&sched, P, setup->strata))) goto done;
   check_run(&rp);
   check_traces(&rp, &sched);
+  if (vcfg && ((const probe_config *)vcfg)->value_bound > 0) check_value_bound(&rp);
   if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
     rc = strata_err_set(STRATA_EIO, "%s: cannot create directory: %s", dir, strerror(errno));
     goto done;

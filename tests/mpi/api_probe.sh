@@ -3,8 +3,8 @@
 #
 # Runs strata_probe (B = 3 strata, depth 4 over rotating blocks of 1, 4 and
 # 7 rows, so some chunks are empty; 3 passes) in serial mode and, with 2
-# workers, in scheduled, bsp, absp, ssp (staleness 0 and 2), essp and async
-# mode with --wpc 1, 0.5 and 2 where the mode takes it, and a few of them
+# workers, in scheduled, bsp, absp, ssp (staleness 0 and 2), essp, async and
+# vap mode with --wpc 1, 0.5 and 2 where the mode takes it, and a few of them
 # with 3 workers. Each run's export checks itself (exit 1 on a failure);
 # then this script checks, from the traces and metrics alone:
 #   - every mode hands each worker the task views of the scheduled run, in
@@ -17,7 +17,13 @@
 #   - the MAX and MIN partials combine over workers: the workers' indices
 #     give P - 1 and 0 (a sum would give P(P-1)/2), a MAX partial nobody
 #     touches is -inf (null in JSON) and the run did not diverge;
-#   - metrics number passes from 0.
+#   - metrics number passes from 0;
+#   - under vap (--value-bound 0.5, each compute adding 1 to every row of its
+#     chunk, so every delta is split): no read misses more than the bound of
+#     another worker's released updates (the probe's own check, from the
+#     calls' times and what each read saw), and the metrics' largest
+#     in-transit sum is within the bound; with the enforcement switched off
+#     (STRATA_TEST_VAP_OFF=1) the same check finds reads beyond it.
 # Last, --fault clock (worker 0 misreports one clock) must fail the run,
 # and this script's own clock check must catch it in the trace.
 . "$(dirname "$0")/common.sh"
@@ -65,6 +71,9 @@ run p3_bsp 3 bsp 0 1
 run p3_ssp_s2_w05 3 ssp 2 0.5 --staleness 2 --wpc 0.5
 run p3_essp_w2 3 essp 1 2 --wpc 2
 run p3_async_w05 3 async -1 0.5 --wpc 0.5
+VAP=(--value-bound 0.5 --expect-value-bound 0.5)
+run p2_vap 2 vap -1 1 "${VAP[@]}"
+run p3_vap_w05 3 vap -1 0.5 --wpc 0.5 "${VAP[@]}"
 
 cat >check.py <<'EOF'
 import json, sys
@@ -186,6 +195,32 @@ rc=$?
 expect_rc 1 "$rc" "--fault clock"
 grep -q "partial clock_error is 1, expected 0" fault.log || { show_log fault.log; fail "the app's check missed the fault"; }
 ok "the app's check caught the misreported clock"
+
+# The value-bound check is not vacuous: with the enforcement off it finds
+# reads that missed more than the bound (or the run fails).
+STRATA_TEST_VAP_OFF=1 mpi 3 "$STRATA_PROBE" --mode vap "${common[@]}" --expect-staleness -1 \
+  --expect-wpc 1 "${VAP[@]}" --expect-vap-violations --model-out vap_off \
+  --metrics-out vap_off.json >vap_off.log 2>&1
+rc=$?
+[ "$rc" = 0 ] || show_log vap_off.log
+expect_rc 0 "$rc" "vap with the enforcement off"
+
+python3 - <<'EOF2' || fail "vap checks"
+import json
+for name, on in (("p2_vap", True), ("p3_vap_w05", True), ("vap_off", False)):
+    r = json.load(open(name + "/probe_report.json"))["value_bound"]
+    m = json.load(open(name + ".json"))["vap"]
+    assert r["reads"] > 0, (name, r)
+    if on:
+        assert r["violations"] == 0 and r["max_missed"] <= r["bound"] + 1e-4, (name, r)
+        assert m["enforced"] and m["max_inflight"] <= m["bound"] + 1e-6, (name, m)
+        assert m["splits"] > 0 and m["waits"] > 0, (name, m)
+    else:
+        assert r["violations"] > 0 and not m["enforced"] and m["max_inflight"] > m["bound"], (name, r, m)
+    print("ok: %-10s %3d reads, %2d beyond the bound, the most missed %g (bound %g); "
+          "in transit at most %g" % (name, r["reads"], r["violations"], r["max_missed"], r["bound"],
+                                     m["max_inflight"]))
+EOF2
 
 python3 check.py runs.txt fault/probe_report.json || fail "probe checks"
 echo "PASS"
