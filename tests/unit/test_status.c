@@ -5,7 +5,10 @@
  * documents render the aggregator's state (Prometheus text, the metrics
  * JSON), the fixed answers keep their codes and headers, and a client that
  * does not read keeps the version it asked for while later clients get
- * the next one; every document is freed once its last client is done.
+ * the next one; every document is freed once its last client is done. A
+ * table mode's run renders its mode's own families and sections (the
+ * clock differentials, vap's in-transit histogram), from the figures the
+ * back-end and the rule report in their own layouts.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -21,6 +24,7 @@
 
 #include <cmocka.h>
 
+#include "engine/engine.h"
 #include "engine/status.h"
 #include "leakcheck.h"
 #include "scheduler/aggregate.h"
@@ -343,10 +347,89 @@ static void test_status_slow_client_keeps_its_version(void **state) {
   free(next.all);
 }
 
+/* The layouts the table back-end (worker/tables.c, table_stats) and the
+ * vap rule (comm/rules/vap.c, vap_stats) keep a worker's figures in. */
+typedef struct table_fig {
+  uint64_t reads;
+  int64_t diff_sum;
+  int32_t diff_min, pad;
+  uint64_t hist[STRATA_TABLE_HIST];
+} table_fig;
+typedef struct vap_fig {
+  double bound, max_inflight, max_ratio;
+  uint64_t deltas, flushes, splits, waits;
+  double wait_s;
+  uint64_t pushes, acks, hist[34];
+  int32_t enforced, pad;
+} vap_fig;
+
+/* A vap run's passes: each worker read 10 rows at differential 0 and took
+ * 4 deltas, each leaving its row half the bound in transit. /metrics shows
+ * the clocks, the clock differentials and vap's histogram; /status.json
+ * the consistency and vap sections. */
+static void test_status_renders_a_mode(void **state) {
+  (void)state;
+  fixture f;
+  memset(&f, 0, sizeof f);
+  f.o = (strata_engine_opts){.mode = STRATA_MODE_VAP, .passes = 2, .depth = 1, .wpc = 1,
+                             .settings = settings, .n_settings = 1};
+  assert_int_equal(strata_mode_set(&f.o, "value-bound", "0.5"), 0);
+  assert_int_equal(strata_engine_resolve(&f.o, 0, 0, 0), 0);
+  strata__facts facts;
+  assert_int_equal(strata__mode_facts(f.o.mode, &f.o, P, &facts), 0);
+  assert_int_equal(strata__status_open("127.0.0.1:0", &p_app, &f.o, P), 0);
+  f.port = atoi(strata__status_url() + 17);
+  f.prob.n_examples = 10;
+  f.agg = (strata__agg){.app = &p_app, .opts = &f.o,
+                        .setup = {.workers = P, .strata = P, .depth = 1, .passes = 2, .worker = -1,
+                                  .mode = STRATA_MODE_VAP},
+                        .prob = &f.prob, .res = &f.r, .facts = &facts, .lag = 1,
+                        .view = strata__status_view()};
+  assert_int_equal(strata__agg_open(&f.agg), 0);
+  const strata__view *v = strata__status_view();
+  v->phase(v->ud, STRATA__PHASE_RUNNING, &f.agg);
+  strata__agg_start(&f.agg);
+  assert_int_equal(strata__agg_decide_first(&f.agg), 0);
+  for (int pass = 0; pass < 2; pass++)
+    for (int w = 0; w < P; w++) {
+      pass_report rep;
+      strata__report_begin(&rep, pass, w);
+      rep.stats.time_s = 1;
+      rep.stats.clocks = 1;
+      table_fig t = {.reads = 10};
+      t.hist[0] = 10;
+      vap_fig x = {.bound = 0.5, .max_inflight = 0.25, .max_ratio = 0.5, .deltas = 4,
+                   .enforced = 1};
+      x.hist[8] = 4;
+      memcpy(rep.stats.mode_stats[0], &t, sizeof t);
+      memcpy(rep.stats.mode_stats[1], &x, sizeof x);
+      assert_int_equal(strata__agg_report(&f.agg, &rep), 0);
+    }
+  render_now(&f);
+  reply m, j;
+  http(f.port, "GET", "/metrics", &m);
+  expect_line(&m, "strata_worker_clocks_total{worker=\"1\"} 2");
+  expect_line(&m, "strata_clock_differential_bucket{le=\"0\"} 40");
+  expect_line(&m, "strata_clock_differential_count 40");
+  expect_line(&m, "strata_vap_inflight_ratio_bucket{le=\"0.4375\"} 0");
+  expect_line(&m, "strata_vap_inflight_ratio_bucket{le=\"0.5\"} 16");
+  expect_line(&m, "strata_vap_inflight_ratio_count 16");
+  http(f.port, "GET", "/status.json", &j);
+  assert_non_null(strstr(j.body, "\"consistency\": {"));
+  assert_non_null(strstr(j.body, "\"staleness\": \"unbounded\""));
+  assert_non_null(strstr(j.body, "\"vap\": {"));
+  assert_non_null(strstr(j.body, "\"bound\": 0.5"));
+  assert_non_null(strstr(j.body, "\"max_inflight\": 0.25"));
+  close_run(&f);
+  free(m.all);
+  free(j.all);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_status_renders_the_run, setup, teardown),
       cmocka_unit_test_setup_teardown(test_status_slow_client_keeps_its_version, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_status_renders_a_mode, setup, teardown),
   };
   return cmocka_run_group_tests_name("status", tests, NULL, NULL);
 }
