@@ -10,7 +10,9 @@ Usage: doc_help.py [--check] STRATA_BIN FILE.md...
   with --check: changes nothing, prints the stale blocks and exits 1 when
   any block differs (the test suite runs this).
 Either way a line `$ ... --help` outside such a block is an error (exit 1):
-every help text shown in the docs is generated.
+every help text shown in the docs is generated. So is a build's git
+revision in a pasted run (`strata 0.1.0 (git 1a2b3c4d5e6f; ...)`): pasted
+output says `git <rev>`, which no later build makes stale.
 """
 import os
 import re
@@ -22,6 +24,8 @@ BLOCK = re.compile(r"^```\n(\$ strata((?: [a-z-]+)*) --help)\n(.*?)^```\n", re.M
 # Any command line asking for help, so that one BLOCK does not match (in
 # another fence, with other arguments) is reported rather than left stale.
 HELP_LINE = re.compile(r"^\$ .*--help$", re.M)
+# A build's revision in pasted output ("(git 565ef74362b2; ..." or "-dirty").
+BUILD_REV = re.compile(r"\(git [0-9a-f]{7,}(-dirty)?;")
 
 
 def render(binary, sub):
@@ -57,6 +61,10 @@ def main(argv):
                 uncovered += 1
                 print("%s: '%s' is not a block doc_help renders (a fence of its own, "
                       "'$ strata [SUBCOMMAND] --help' first)" % (path, m.group(0)))
+        for m in BUILD_REV.finditer(text):
+            uncovered += 1
+            print("%s:%d: a build's revision in pasted output (write 'git <rev>')"
+                  % (path, text.count("\n", 0, m.start()) + 1))
         new = BLOCK.sub(fresh, text)
         if not check and new != text:
             fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)))
@@ -64,7 +72,8 @@ def main(argv):
                 f.write(new)
             os.replace(tmp, path)
     if uncovered:
-        print("doc_help: %d help command(s) outside a block it renders" % uncovered)
+        print("doc_help: %d help command(s) outside a block it renders, or build revisions"
+              % uncovered)
         return 1
     if check and stale:
         print("doc_help: %d stale block(s); run scripts/doc_help.py %s %s" % (stale, binary, " ".join(files)))

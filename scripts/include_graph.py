@@ -13,9 +13,12 @@ Checks, each a failure with a one-line reason:
   - scheduler/ and worker/ include and call nothing of each other;
   - the bundled apps (apps/) and tests use only public headers and apps/.
 
-Usage: scripts/include_graph.py [--dot] SOURCE_DIR BUILD_DIR
+Usage: scripts/include_graph.py [--dot] [--write-doc MD | --check-doc MD] SOURCE_DIR BUILD_DIR
   prints the folder graph (and with --dot the module graph in Graphviz
-  form); exit status 1 when a check fails.
+  form); exit status 1 when a check fails. --write-doc puts the folder
+  graph into MD's generated block (a fenced block right after the line
+  DOC_MARK); --check-doc fails when that block differs (ctest's layers
+  runs it on docs/architecture.md).
 """
 import os
 import re
@@ -23,6 +26,7 @@ import subprocess
 import sys
 
 LIB_DIRS = ["core", "comm", "scheduler", "worker", "engine", "cli"]
+DOC_MARK = "<!-- the folder graph: scripts/include_graph.py --write-doc writes it -->"
 INC = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -121,11 +125,35 @@ def cycles(nodes, edges):
     return out
 
 
+def doc_block(path, graph, write):
+    """Writes or checks the fenced block after DOC_MARK; returns a failure or None."""
+    text = open(path, encoding="utf-8").read()
+    at = text.find(DOC_MARK)
+    if at < 0:
+        return f"{path}: no line {DOC_MARK!r} to put the folder graph after"
+    start = text.index("```\n", at) + 4
+    end = text.index("```\n", start)
+    if text[start:end] == graph:
+        return None
+    if not write:
+        return f"{path}: the folder graph differs from the code's (scripts/include_graph.py --write-doc)"
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text[:start] + graph + text[end:])
+    return None
+
+
 def main(argv):
     dot = "--dot" in argv
-    args = [a for a in argv if a != "--dot"]
-    if len(args) != 2:
-        print(__doc__.strip().splitlines()[-4], file=sys.stderr)
+    doc, write = None, False
+    args = []
+    it = iter(argv)
+    for a in it:
+        if a in ("--write-doc", "--check-doc"):
+            doc, write = next(it, None), a == "--write-doc"
+        elif a != "--dot":
+            args.append(a)
+    if len(args) != 2 or (doc is None and ("--write-doc" in argv or "--check-doc" in argv)):
+        print(__doc__.strip().splitlines()[-8], file=sys.stderr)
         return 2
     src, build = args
     lib = sources(src, LIB_DIRS)
@@ -148,9 +176,14 @@ def main(argv):
             top = inc.split("/")[0]
             if top in LIB_DIRS and not f.startswith(("tests/unit/", "tests/fuzz/")):
                 failures.append(f"{f} includes {inc}: only public headers outside libstrata")
+    graph = "".join(f"{a} -> {b}\n" for a, b in sorted(fedges))
     print("folder graph (A -> B: A includes or calls B):")
     for a, b in sorted(fedges):
         print(f"  {a} -> {b}")
+    if doc:
+        bad = doc_block(doc, graph, write)
+        if bad:
+            failures.append(bad)
     if dot:
         print("digraph strata {")
         for a, b, how in sorted(edges):

@@ -191,11 +191,10 @@ static void test_bad_default_is_einval(void **state) {
 }
 
 /*
- * LIBRARY BUG (core/options.c, strata_options_defaults): the message for a
- * bad default is built with strata_err_set(..., "default of %s",
- * strata_err_msg()), i.e. vsnprintf reads the very buffer it writes into
- * (overlapping source and destination: undefined behaviour). The expected
- * message below is what the code intends.
+ * A default that does not parse is refused with a message naming the
+ * option and what is wrong with the default (built without reading the
+ * message buffer it writes: the source and the destination of the format
+ * must not overlap).
  */
 static void test_bad_default_message(void **state) {
   (void)state;
@@ -276,9 +275,8 @@ static void test_last_value_wins_and_bounds_inclusive(void **state) {
 }
 
 /*
- * LIBRARY BUG (core/options.c, store): STRATA_OPT_U64 values are parsed with
- * strtoll, so every uint64_t value from 2^63 up (e.g. a 64-bit seed such as
- * 18446744073709551615) is rejected as "is not an integer".
+ * STRATA_OPT_U64 takes the whole uint64_t range: 2^63 - 1 and 2^64 - 1 (a
+ * 64-bit seed) parse to themselves.
  */
 static void test_u64_full_range(void **state) {
   (void)state;
@@ -458,10 +456,8 @@ static void test_help_lists_names_defaults_choices(void **state) {
 }
 
 /*
- * LIBRARY BUG (core/options.c, strata_options_help): include/strata/options.h
- * promises the help lists "metavars, defaults, bounds and help", but the
- * bounds (min/max) are never written, so "--count N ... [1, 64]" is not shown
- * anywhere. This test checks the documented contract.
+ * The help lists each option's bounds beside its metavar, default and help,
+ * as include/strata/options.h promises: "--count N ... [1..64]".
  */
 static void test_help_lists_bounds(void **state) {
   (void)state;

@@ -505,13 +505,10 @@ static void test_unpack_corrupt_fails(void **state) {
  * placed so that they end exactly at a PROT_NONE guard page, and the offsets
  * are corrupted so that one (sub-epoch, worker) claims more tasks than the
  * buffer holds while the last offset (the task count used for the length
- * check) stays consistent. The call runs in a child process: a crash there
- * is a failure here.
- *
- * LIBRARY BUG (scheduler/schedule.c, strata_schedule_unpack): only the last
- * offset is checked against len; intermediate offsets are trusted, so the
- * loop over each (sub-epoch, worker)'s offsets reads tasks q[3*i] beyond the
- * end of the buffer (and before it, for negative offsets).
+ * check) stays consistent: every offset is checked against the buffer, not
+ * only the last, so the bytes are refused without a read beyond the end of
+ * the buffer or before its start. The call runs in a child process: a
+ * crash there is a failure here.
  */
 static void test_unpack_stays_within_buffer(void **state) {
   (void)state;
