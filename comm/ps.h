@@ -41,7 +41,7 @@ typedef struct ps_hdr {
                      which is all it sends) */
   uint32_t nrows; /* RULE: words that follow */
   uint32_t flags;
-  uint32_t seq;   /* UPDATE: the sender's batches to this shard before it */
+  uint32_t seq; /* UPDATE: the sender's batches to this shard before it */
   uint32_t pad;
 } ps_hdr;
 /* Followed by uint32_t rows[nrows] (ascending for UPDATE and ROWS; a

@@ -159,8 +159,8 @@ int ps_oplog_pack(const ps_oplog *o, int shard, int P, int from, int32_t stamp, 
   void *m = strata_malloc(sz);
   if (!m) return strata_err_set(STRATA_ENOMEM, "table: out of memory for an update of %u rows", n);
   ps_hdr *h = m;
-  *h = (ps_hdr){.type = PS_UPDATE, .from = from, .clock = stamp, .nrows = n, .flags = flags,
-                .seq = seq};
+  *h = (ps_hdr){
+      .type = PS_UPDATE, .from = from, .clock = stamp, .nrows = n, .flags = flags, .seq = seq};
   uint32_t *rows = ps_msg_rows(m);
   uint32_t k = 0;
   for (uint32_t i = 0; i < n_list; i++)

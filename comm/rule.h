@@ -124,7 +124,7 @@ struct strata_table {
   uint8_t *sub;     /* the shard sends this client the row's changes (a rule's subscription) */
   ps_oplog log;
   int32_t clock;
-  uint32_t *seq_out; /* per shard: batches sent to it */
+  uint32_t *seq_out;   /* per shard: batches sent to it */
   strata__keptq *kept; /* per shard: batches sent and not yet applied */
   /* Rows read during each of the last `period` clocks, by clock mod period:
    * the prefetcher replays the clock one period back (the same place in the

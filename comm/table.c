@@ -87,8 +87,8 @@ int strata__table_rule_send(strata_table *tb, int to, int side, int32_t clock, u
   size_t sz = ps_msg_size(n, tb->L, 0);
   void *m = strata_malloc(sz);
   if (!m) return fail(tb, strata_err_set(STRATA_ENOMEM, "table: out of memory for a message"));
-  *(ps_hdr *)m = (ps_hdr){.type = PS_RULE, .from = tb->me, .clock = clock, .nrows = n,
-                          .flags = flags};
+  *(ps_hdr *)m =
+      (ps_hdr){.type = PS_RULE, .from = tb->me, .clock = clock, .nrows = n, .flags = flags};
   if (n) memcpy(ps_msg_rows(m), words, n * sizeof *words);
   return strata__table_post(tb, to, side, m, sz);
 }
@@ -246,11 +246,8 @@ static int on_server_msg(strata_table *tb, void **pm, int src) {
       qsort(rows, h->nrows, sizeof *rows, cmp_u32);
       if ((rc = ps_pending_add(&tb->snap_reads, w, h->clock, rows, h->nrows))) return fail(tb, rc);
       return 0;
-    case PS_BYE:
-      tb->byes++;
-      return 0;
-    case PS_RULE:
-      return tb->rule->message ? tb->rule->message(tb, 0, m, src) : 0;
+    case PS_BYE: tb->byes++; return 0;
+    case PS_RULE: return tb->rule->message ? tb->rule->message(tb, 0, m, src) : 0;
     default:
       return fail(tb, strata_err_set(STRATA_ECOMM, "table: unexpected message type %u from rank %d",
                                      h->type, src));
@@ -290,7 +287,8 @@ static const float *kept_row(const kept *k, uint32_t g, uint32_t L) {
 static void drop_confirmed(keptq *q, int32_t own) {
   int k = 0;
   for (int i = 0; i < q->n; i++) {
-    if (q->v[i].seq < (uint32_t)own) strata_free(q->v[i].msg);
+    if (q->v[i].seq < (uint32_t)own)
+      strata_free(q->v[i].msg);
     else q->v[k++] = q->v[i];
   }
   q->n = k;
@@ -421,9 +419,9 @@ static int run_waiter(strata_table *tb, int (*ready)(strata_table *, void *), vo
   if (rc || ready(tb, ctx)) return rc;
   double t0 = strata_now();
   waiter wt = {.tb = tb, .ready = ready, .ctx = ctx};
-  strata__wait_conf wc = {.ceiling = tb->rule->wait_ceiling > 0 ? tb->rule->wait_ceiling
-                                                               : STRATA__WAIT_PEERS,
-                          .until = until};
+  strata__wait_conf wc = {
+      .ceiling = tb->rule->wait_ceiling > 0 ? tb->rule->wait_ceiling : STRATA__WAIT_PEERS,
+      .until = until};
   rc = strata__wait(serve_poll, &wt, &wc);
   *took = strata_now() - t0;
   return rc;
@@ -602,7 +600,8 @@ int strata_table_refresh(strata_table *tb, uint32_t row, int s) {
     return strata_err_set(STRATA_ERANGE, "table: row %u out of range (table has %u rows)", row,
                           tb->c.n_rows);
   int32_t need = need_age(tb, s);
-  return strata__table_request(tb, NULL, row, row + 1, need < 0 ? 0 : need, tb->rule->eager_refresh);
+  return strata__table_request(tb, NULL, row, row + 1, need < 0 ? 0 : need,
+                               tb->rule->eager_refresh);
 }
 
 /* Packs shard X's pending rows (of only[0..n), if given) into a batch,
@@ -815,8 +814,8 @@ int strata__table_open_rule(strata_transport *t, const strata_table_conf *conf,
   tb->subs = strata_calloc(nl * (size_t)tb->P, 1);
   tb->seq_out = strata_calloc((size_t)tb->P, sizeof *tb->seq_out);
   tb->seq_in = strata_calloc((size_t)tb->P, sizeof *tb->seq_in);
-  if (!tb->cache || !tb->age || !tb->req_age || !tb->sub || !acc_ok ||
-      !tb->kept || !tb->vals || !tb->subs || !tb->seq_out || !tb->seq_in) {
+  if (!tb->cache || !tb->age || !tb->req_age || !tb->sub || !acc_ok || !tb->kept || !tb->vals ||
+      !tb->subs || !tb->seq_out || !tb->seq_in) {
     rc = strata_err_set(STRATA_ENOMEM, "table: out of memory for %zu rows of %zu floats", n, L);
     goto fail;
   }

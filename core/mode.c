@@ -32,7 +32,8 @@ void strata__facts_stats_add(const strata__facts *f, strata_worker_stats *total,
 void strata__facts_pass_add(const strata__facts *f, strata_pass_stats *pass,
                             const strata_worker_stats *in) {
   for (int i = 0; i < 2; i++)
-    if (f->ops[i] && f->ops[i]->pass_add) f->ops[i]->pass_add(pass->mode_stats[i], in->mode_stats[i]);
+    if (f->ops[i] && f->ops[i]->pass_add)
+      f->ops[i]->pass_add(pass->mode_stats[i], in->mode_stats[i]);
 }
 
 void strata__facts_metrics(const strata__facts *f, strata_json *j, const strata_run_result *r) {

@@ -39,7 +39,8 @@ int strata_mode_parse(const char *name, strata_mode *out) {
       return 0;
     }
     if (used < sizeof list)
-      used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", m ? ", " : "", lines[m].name);
+      used +=
+          (size_t)snprintf(list + used, sizeof list - used, "%s%s", m ? ", " : "", lines[m].name);
   }
   char q[STRATA_QUOTE_SIZE];
   return strata_err_set(STRATA_EUSAGE, "unknown mode '%s': one of %s",

@@ -51,15 +51,43 @@ static void write_worker(strata_json *j, const strata_worker_stats *s, const str
  * other): strata__metrics_check_keys refuses a run before any work
  * otherwise. test_engine renders a summary with every section on and
  * checks that these lists cover every key it holds. */
-static const char *const top_keys[] = {
-    "app", "mode", "workers", "strata", "depth", "passes", "stop_reason", "straggler_ms",
-    "straggler_spin", "disrupt", "examples", "load_s", "setup_s", "wall_s", "time_per_pass_s",
-    "updates_per_s", "mean_pass_s", "window_pass_s", "coordinator_cpu_s", "coordinator_wall_s",
-    "coordinator_train_cpu_s", "coordinator_cpu_frac", "watch_refused", "resumed", "checkpoints",
-    "rounds", "per_pass", "workers_total", "build", "machine", "argv", "status", "settings", NULL};
-static const char *const pass_keys[] = {
-    "pass", "time_s", "compute_s", "wait_s", "eval_s", "bytes_sent", "bytes_recv", "view",
-    "workers", "rounds", "round_latency_us", NULL};
+static const char *const top_keys[] = {"app",
+                                       "mode",
+                                       "workers",
+                                       "strata",
+                                       "depth",
+                                       "passes",
+                                       "stop_reason",
+                                       "straggler_ms",
+                                       "straggler_spin",
+                                       "disrupt",
+                                       "examples",
+                                       "load_s",
+                                       "setup_s",
+                                       "wall_s",
+                                       "time_per_pass_s",
+                                       "updates_per_s",
+                                       "mean_pass_s",
+                                       "window_pass_s",
+                                       "coordinator_cpu_s",
+                                       "coordinator_wall_s",
+                                       "coordinator_train_cpu_s",
+                                       "coordinator_cpu_frac",
+                                       "watch_refused",
+                                       "resumed",
+                                       "checkpoints",
+                                       "rounds",
+                                       "per_pass",
+                                       "workers_total",
+                                       "build",
+                                       "machine",
+                                       "argv",
+                                       "status",
+                                       "settings",
+                                       NULL};
+static const char *const pass_keys[] = {"pass",    "time_s",     "compute_s",        "wait_s",
+                                        "eval_s",  "bytes_sent", "bytes_recv",       "view",
+                                        "workers", "rounds",     "round_latency_us", NULL};
 
 const char *const *strata__metrics_keys(int per_pass) { return per_pass ? pass_keys : top_keys; }
 

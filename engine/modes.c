@@ -23,7 +23,8 @@ STRATA_MODES(BACKEND_EXTERN_)
 #undef BACKEND_EXTERN_
 
 static const strata__backend *const backends[STRATA_N_MODES] = {
-#define BACKEND_(id, name, backend, rule, summary) [STRATA_MODE_##id] = &strata__##backend##_backend,
+#define BACKEND_(id, name, backend, rule, summary) \
+  [STRATA_MODE_##id] = &strata__##backend##_backend,
     STRATA_MODES(BACKEND_)
 #undef BACKEND_
 };
@@ -35,8 +36,9 @@ static void ops_of(strata_mode m, const strata__mode_ops *ops[2]) {
   ops[1] = rule ? &rule->mode : NULL;
 }
 
-void strata__mode_list(char *out, size_t n, int (*pick)(const strata__mode_ops *const ops[2], void *ud),
-                       void *ud, const char *last_sep) {
+void strata__mode_list(char *out, size_t n,
+                       int (*pick)(const strata__mode_ops *const ops[2], void *ud), void *ud,
+                       const char *last_sep) {
   int picked[STRATA_N_MODES], k = 0;
   for (int m = 0; m < STRATA_N_MODES; m++) {
     const strata__mode_ops *ops[2];
@@ -47,7 +49,9 @@ void strata__mode_list(char *out, size_t n, int (*pick)(const strata__mode_ops *
   if (n) out[0] = '\0';
   for (int i = 0; i < k && used < n; i++)
     used += (size_t)snprintf(out + used, n - used, "%s%s",
-                             i == 0 ? "" : i == k - 1 ? last_sep : ", ",
+                             i == 0       ? ""
+                             : i == k - 1 ? last_sep
+                                          : ", ",
                              strata_mode_name((strata_mode)picked[i]));
 }
 
@@ -72,7 +76,8 @@ static int refuse_flag(const char *flag, unsigned what, strata_mode m) {
 
 int strata__mode_facts(strata_mode m, const strata_engine_opts *o, int P, strata__facts *f) {
   memset(f, 0, sizeof *f);
-  if ((unsigned)m >= STRATA_N_MODES) return strata_err_set(STRATA_EINVAL, "unknown mode %d", (int)m);
+  if ((unsigned)m >= STRATA_N_MODES)
+    return strata_err_set(STRATA_EINVAL, "unknown mode %d", (int)m);
   f->mode = m;
   ops_of(m, f->ops);
   const strata__mode_ops *b = f->ops[0], *r = f->ops[1];

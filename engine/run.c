@@ -32,8 +32,8 @@ static int check_model_dir(const char *dir) {
 }
 
 /* What every run checks before any work, so that a typo costs nothing. */
-static int check_run(const strata_app *app, const strata_engine_opts *opts,
-                     const strata__facts *f, int serial) {
+static int check_run(const strata_app *app, const strata_engine_opts *opts, const strata__facts *f,
+                     int serial) {
   if (serial && f->all_rotating)
     return strata_err_set(STRATA_EUSAGE, "--mode %s needs workers over a transport, not a serial run",
                           strata_mode_name(opts->mode));

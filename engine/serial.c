@@ -76,9 +76,17 @@ int strata__serial_run(const strata__run *run, strata_run_result *result) {
   memset(&sched, 0, sizeof sched);
   strata__ckpt_run ck;
   memset(&ck, 0, sizeof ck);
-  strata__agg agg = {.app = app, .cfg = run->cfg, .opts = opts, .setup = run->setup,
-                     .prob = p, .res = result, .facts = run->facts, .lag = run->facts->lag,
-                     .summed = strata__ckpt_summed, .summed_ud = &ck, .view = run->view};
+  strata__agg agg = {.app = app,
+                     .cfg = run->cfg,
+                     .opts = opts,
+                     .setup = run->setup,
+                     .prob = p,
+                     .res = result,
+                     .facts = run->facts,
+                     .lag = run->facts->lag,
+                     .summed = strata__ckpt_summed,
+                     .summed_ud = &ck,
+                     .view = run->view};
   strata__worker w;
   memset(&w, 0, sizeof w);
   strata__disrupt *dis = NULL;

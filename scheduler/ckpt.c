@@ -596,7 +596,8 @@ static int check_coverage(rctx *c) {
   for (int i = 0; i < p->n_resident; i++)
     if (p->resident[i].len && !c->res_seen[i])
       return strata_err_set(STRATA_EPARSE, "%s: resident block %d is in no part", ck->manifest, i);
-  for (int r = 0; r < p->n_rotating && (ck->parts & (STRATA__CKP_ROTATING | STRATA__CKP_REPLICAS)); r++)
+  for (int r = 0; r < p->n_rotating && (ck->parts & (STRATA__CKP_ROTATING | STRATA__CKP_REPLICAS));
+       r++)
     if (p->rotating[r].len && !c->rot_seen[r])
       return strata_err_set(STRATA_EPARSE, "%s: rotating block %d is in no part", ck->manifest, r);
   for (int w = 0; w < ck->P && (ck->parts & STRATA__CKP_TABLE); w++)

@@ -326,8 +326,8 @@ static int ship(coord *c, strata_transport *t, void *sched_buf, size_t sched_len
     /* One bundle per worker; the training data is not needed here once
      * copied, so it goes as the bundle grows. */
     size_t total;
-    int n = strata__setup_blocks(&c->sched, w, c->run->facts->all_rotating, p->data, p->eval, p->resident, p->rotating, list,
-                                 &total);
+    int n = strata__setup_blocks(&c->sched, w, c->run->facts->all_rotating, p->data, p->eval,
+                                 p->resident, p->rotating, list, &total);
     char *bundle = strata_malloc(total ? total : 1);
     if (!bundle) {
       rc = strata_err_set(STRATA_ENOMEM, "coordinator: out of memory for worker %d's blocks", w);
@@ -701,10 +701,18 @@ done:
 int strata__coordinator_run(const strata__run *run, strata_transport *t, strata_run_result *result) {
   coord c = {.run = run, .app = run->app, .cfg = run->cfg, .opts = run->opts,
              .setup = run->setup, .res = result, .t = t};
-  c.agg = (strata__agg){.app = run->app, .cfg = run->cfg, .opts = run->opts, .setup = run->setup,
-                        .prob = &c.prob, .res = result, .facts = run->facts, .lag = run->facts->lag,
-                        .publish = publish, .publish_ud = &c,
-                        .summed = strata__ckpt_summed, .summed_ud = &c.ck,
+  c.agg = (strata__agg){.app = run->app,
+                        .cfg = run->cfg,
+                        .opts = run->opts,
+                        .setup = run->setup,
+                        .prob = &c.prob,
+                        .res = result,
+                        .facts = run->facts,
+                        .lag = run->facts->lag,
+                        .publish = publish,
+                        .publish_ud = &c,
+                        .summed = strata__ckpt_summed,
+                        .summed_ud = &c.ck,
                         .view = run->view};
   int rc = strata__agg_open(&c.agg);
   if (rc) strata__coordinator_fail(t, rc);

@@ -152,8 +152,8 @@ static int receive_blocks(strata__worker *w) {
   int rc = 0;
   if (!list) return strata_err_set(STRATA_ENOMEM, "worker %d: out of memory", w->me);
   size_t total;
-  int n = strata__setup_blocks(s, w->me, w->backend->mode.all_rotating, w->data, w->has_eval ? w->eval : NULL, w->res, w->rot,
-                               list, &total);
+  int n = strata__setup_blocks(s, w->me, w->backend->mode.all_rotating, w->data,
+                               w->has_eval ? w->eval : NULL, w->res, w->rot, list, &total);
   int pieces = (int)((total + STRATA__PIECE - 1) / STRATA__PIECE);
   bundle = strata_malloc(total ? total : 1);
   reqs = strata_calloc((size_t)(pieces ? pieces : 1), sizeof *reqs);

@@ -795,7 +795,8 @@ static const strata_option sfb_options[] = {
      .offset = offsetof(sfb_settings, check_replicas),
      .help = "digest every replica at every clock end (metrics replica_digest; a pass over the "
              "matrix per clock)"},
-    {.name = NULL}};
+    {.name = NULL},
+};
 
 /* The staleness bound (default 0: BSP); a clock is a minibatch, and
  * factors go straight to peers (no work per clock, no prefetch). */
@@ -848,10 +849,11 @@ static int sfb_prepare(const strata_engine_opts *o, int P, void **data) {
   }
   *r = (sfb_run){topo.Q, topo.tau, topo.lower, topo.optimal, topo.peers};
   *data = r;
-  strata_log(STRATA_LOG_INFO,
-             "sfb: %d workers, %d out-peer%s each (%s broadcast): tau %d clock%s (%s; lower bound %d)",
-             P, topo.Q, topo.Q == 1 ? "" : "s", topo.Q == P - 1 ? "full" : "partial", topo.tau,
-             topo.tau == 1 ? "" : "s", topo.optimal ? "optimal" : "not proven optimal", topo.lower);
+  strata_log(
+      STRATA_LOG_INFO,
+      "sfb: %d workers, %d out-peer%s each (%s broadcast): tau %d clock%s (%s; lower bound %d)", P,
+      topo.Q, topo.Q == 1 ? "" : "s", topo.Q == P - 1 ? "full" : "partial", topo.tau,
+      topo.tau == 1 ? "" : "s", topo.optimal ? "optimal" : "not proven optimal", topo.lower);
   return 0;
 }
 
@@ -899,7 +901,8 @@ static void write_delays(strata_json *j, const sfb_stats *s) {
     if (s->delay_hist[b]) last = b;
   /* hist[d] counts delay d; the last bucket everything later. */
   strata_json_array_begin(j, "hist");
-  for (int b = 0; b <= last && s->factors_in; b++) strata_json_int(j, NULL, (int64_t)s->delay_hist[b]);
+  for (int b = 0; b <= last && s->factors_in; b++)
+    strata_json_int(j, NULL, (int64_t)s->delay_hist[b]);
   strata_json_array_end(j);
   strata_json_object_end(j);
 }
@@ -962,8 +965,10 @@ static void sfb_metrics_pass(strata_json *j, const strata_run_result *r, int pas
 static void sfb_metrics_worker(strata_json *j, const strata_worker_stats *s, int slot) {
   STRATA__MODE_STATS_GET(sfb_stats, f, s->mode_stats[slot]);
   strata_json_int(j, "clocks", s->clocks);
-  strata_json_number(j, "bytes_sent_per_clock", s->clocks ? (double)s->bytes_sent / s->clocks : 0.0);
-  strata_json_number(j, "bytes_recv_per_clock", s->clocks ? (double)s->bytes_recv / s->clocks : 0.0);
+  strata_json_number(j, "bytes_sent_per_clock",
+                     s->clocks ? (double)s->bytes_sent / s->clocks : 0.0);
+  strata_json_number(j, "bytes_recv_per_clock",
+                     s->clocks ? (double)s->bytes_recv / s->clocks : 0.0);
   strata_json_number(j, "apply_s", s->apply_s);
   strata_json_int(j, "factors_out", (int64_t)f.factors_out);
   strata_json_array_begin(j, "from");

@@ -445,21 +445,21 @@ static int open_table(psw *p) {
   for (int r = 0; r < nrot; r++)
     if (w->rot[r].len) memcpy(init + (size_t)p->off[r] * p->L, w->rot[r].buf, w->rot[r].len);
   if (w->global) memcpy(init + (size_t)p->off[nrot] * p->L, w->global->buf, w->global->len);
-  strata_table_conf conf = {.n_rows = rows,
-                            .row_len = p->L,
-                            .workers = w->sched.n_workers,
-                            .me = w->me,
-                            .rank_base = 1,
-                            .tag = TAG_PS,
-                            .mode = w->setup.mode,
-                            .settings = &o->mode_settings,
-                            .staleness = o->staleness,
-                            .prefetch = o->prefetch,
-                            .prefetch_period = strata__clocks_per_pass(o->wpc),
-                            .snapshots = (w->has_eval && w->app->evaluate) ||
-                                         w->app->block_objective || o->model_out || p->ckpt,
-                            .start_clock = p->per_pass ? w->start_pass * p->per_pass
-                                                       : w->start_pass / p->span};
+  strata_table_conf conf = {
+      .n_rows = rows,
+      .row_len = p->L,
+      .workers = w->sched.n_workers,
+      .me = w->me,
+      .rank_base = 1,
+      .tag = TAG_PS,
+      .mode = w->setup.mode,
+      .settings = &o->mode_settings,
+      .staleness = o->staleness,
+      .prefetch = o->prefetch,
+      .prefetch_period = strata__clocks_per_pass(o->wpc),
+      .snapshots =
+          (w->has_eval && w->app->evaluate) || w->app->block_objective || o->model_out || p->ckpt,
+      .start_clock = p->per_pass ? w->start_pass * p->per_pass : w->start_pass / p->span};
   int rc = strata_table_open(w->t, &conf, init, &p->tb);
   strata_free(init);
   return rc;
@@ -635,7 +635,6 @@ static int tables_close(void *be, int stopped) {
   return rc;
 }
 
-
 /* ---- what the table modes answer (core/mode.h) ---- */
 
 /* The settings every table mode shares: work per clock and prefetch (the
@@ -740,7 +739,8 @@ static unsigned tables_ckpt_parts(const strata_engine_opts *o, int P) {
 static double tables_memory(const strata__mem_view *v) {
   double table = v->rot_all + v->global;
   int s = v->opts->staleness > 0 ? v->opts->staleness : 0;
-  return v->resident + v->rot_all + v->global + 3 * table + 2 * table / v->P + (double)(s + 2) * table;
+  return v->resident + v->rot_all + v->global + 3 * table + 2 * table / v->P +
+         (double)(s + 2) * table;
 }
 
 static void tables_stats_add(unsigned char *total, const unsigned char *in) {

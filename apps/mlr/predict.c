@@ -19,14 +19,25 @@ typedef struct mlr_predict_opts {
 
 #define POPT(f) offsetof(mlr_predict_opts, f)
 static const strata_option options[] = {
-    {.name = "model", .type = STRATA_OPT_STRING, .offset = POPT(model), .metavar = "DIR",
+    {.name = "model",
+     .type = STRATA_OPT_STRING,
+     .offset = POPT(model),
+     .metavar = "DIR",
      .help = "model directory written by strata mlr --model-out (required)"},
-    {.name = "data", .short_name = 'd', .type = STRATA_OPT_STRING, .offset = POPT(data),
+    {.name = "data",
+     .short_name = 'd',
+     .type = STRATA_OPT_STRING,
+     .offset = POPT(data),
      .metavar = "FILE",
      .help = "examples to classify, LIBSVM format (required; labels must be the model's)"},
-    {.name = "out", .short_name = 'o', .type = STRATA_OPT_STRING, .offset = POPT(out),
-     .metavar = "FILE", .help = "write the predictions here (atomically) instead of stdout"},
-    {.name = NULL}};
+    {.name = "out",
+     .short_name = 'o',
+     .type = STRATA_OPT_STRING,
+     .offset = POPT(out),
+     .metavar = "FILE",
+     .help = "write the predictions here (atomically) instead of stdout"},
+    {.name = NULL},
+};
 
 typedef struct job {
   const strata_mlr_model *m;

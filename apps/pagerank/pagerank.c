@@ -55,53 +55,114 @@ typedef struct pr_config {
 
 #define OPT(f) offsetof(pr_config, f)
 static const strata_option pr_options[] = {
-    {.name = "graph", .short_name = 'g', .type = STRATA_OPT_STRING, .offset = OPT(graph),
+    {.name = "graph",
+     .short_name = 'g',
+     .type = STRATA_OPT_STRING,
+     .offset = OPT(graph),
      .metavar = "SPEC",
      .help = "a SNAP edge list (plain or .gz), a Matrix Market file, or "
              "synth:scale=S,edge-factor=E,seed=X[,a=,b=,c=] (Graph500 R-MAT)"},
-    {.name = "damping", .short_name = 'd', .type = STRATA_OPT_DOUBLE | STRATA_OPT_OPEN_MIN,
-     .offset = OPT(damping), .def = "0.85", .metavar = "D", .max = 0.999999,
+    {.name = "damping",
+     .short_name = 'd',
+     .type = STRATA_OPT_DOUBLE | STRATA_OPT_OPEN_MIN,
+     .offset = OPT(damping),
+     .def = "0.85",
+     .metavar = "D",
+     .max = 0.999999,
      .help = "damping factor: the probability of following a link"},
-    {.name = "top", .type = STRATA_OPT_INT | STRATA_OPT_RESUMABLE, .offset = OPT(top), .def = "10",
-     .metavar = "K", .max = 1000000,
+    {.name = "top",
+     .type = STRATA_OPT_INT | STRATA_OPT_RESUMABLE,
+     .offset = OPT(top),
+     .def = "10",
+     .metavar = "K",
+     .max = 1000000,
      .help = "with --model-out: the K highest-ranked vertices go to top.txt and the summary"},
-    {.name = "truth-iters", .type = STRATA_OPT_INT, .offset = OPT(truth_iters), .def = "100",
-     .metavar = "N", .max = 100000,
+    {.name = "truth-iters",
+     .type = STRATA_OPT_INT,
+     .offset = OPT(truth_iters),
+     .def = "100",
+     .metavar = "N",
+     .max = 100000,
      .help = "exact iterations of the ground truth the SSE is measured against (0: no SSE)"},
-    {.name = "truth-cache", .type = STRATA_OPT_STRING | STRATA_OPT_RESUMABLE,
-     .offset = OPT(truth_cache), .metavar = "DIR",
+    {.name = "truth-cache",
+     .type = STRATA_OPT_STRING | STRATA_OPT_RESUMABLE,
+     .offset = OPT(truth_cache),
+     .metavar = "DIR",
      .help = "where ground truths are kept by the graph's checksum (default $STRATA_CACHE_DIR, "
              "$XDG_CACHE_HOME/strata or ~/.cache/strata; 'none': never)"},
-    {.name = "subtile-bits", .type = STRATA_OPT_INT, .offset = OPT(subtile_bits), .def = "0",
-     .metavar = "K", .max = 24,
+    {.name = "subtile-bits",
+     .type = STRATA_OPT_INT,
+     .offset = OPT(subtile_bits),
+     .def = "0",
+     .metavar = "K",
+     .max = 24,
      .help = "destination sub-tiles of 2^K vertices, whose accumulators a group keeps in cache "
              "(0: 18 with one worker, 16 with more, which share the cache; at least 8)"},
-    {.name = NULL}};
+    {.name = NULL},
+};
 
 /* R-MAT's keys for --graph synth:... */
 static const strata_option rmat_keys[] = {
-    {.name = "scale", .type = STRATA_OPT_INT, .offset = offsetof(pr_rmat, scale), .def = "16",
-     .metavar = "S", .min = 1, .max = 31, .help = "2^S vertices"},
-    {.name = "edge-factor", .type = STRATA_OPT_INT, .offset = offsetof(pr_rmat, edge_factor),
-     .def = "16", .metavar = "E", .min = 1, .max = 1024, .help = "E * 2^S edges"},
-    {.name = "a", .type = STRATA_OPT_DOUBLE, .offset = offsetof(pr_rmat, a), .def = "0.57",
-     .metavar = "A", .max = 1, .help = ""},
-    {.name = "b", .type = STRATA_OPT_DOUBLE, .offset = offsetof(pr_rmat, b), .def = "0.19",
-     .metavar = "B", .max = 1, .help = ""},
-    {.name = "c", .type = STRATA_OPT_DOUBLE, .offset = offsetof(pr_rmat, c), .def = "0.19",
-     .metavar = "C", .max = 1, .help = ""},
-    {.name = "seed", .type = STRATA_OPT_U64, .offset = offsetof(pr_rmat, seed), .def = "1",
-     .metavar = "X", .help = ""},
-    {.name = NULL}};
+    {.name = "scale",
+     .type = STRATA_OPT_INT,
+     .offset = offsetof(pr_rmat, scale),
+     .def = "16",
+     .metavar = "S",
+     .min = 1,
+     .max = 31,
+     .help = "2^S vertices"},
+    {.name = "edge-factor",
+     .type = STRATA_OPT_INT,
+     .offset = offsetof(pr_rmat, edge_factor),
+     .def = "16",
+     .metavar = "E",
+     .min = 1,
+     .max = 1024,
+     .help = "E * 2^S edges"},
+    {.name = "a",
+     .type = STRATA_OPT_DOUBLE,
+     .offset = offsetof(pr_rmat, a),
+     .def = "0.57",
+     .metavar = "A",
+     .max = 1,
+     .help = ""},
+    {.name = "b",
+     .type = STRATA_OPT_DOUBLE,
+     .offset = offsetof(pr_rmat, b),
+     .def = "0.19",
+     .metavar = "B",
+     .max = 1,
+     .help = ""},
+    {.name = "c",
+     .type = STRATA_OPT_DOUBLE,
+     .offset = offsetof(pr_rmat, c),
+     .def = "0.19",
+     .metavar = "C",
+     .max = 1,
+     .help = ""},
+    {.name = "seed",
+     .type = STRATA_OPT_U64,
+     .offset = offsetof(pr_rmat, seed),
+     .def = "1",
+     .metavar = "X",
+     .help = ""},
+    {.name = NULL},
+};
 
 typedef struct rmat_spec {
   pr_rmat r;
   const char *text;
 } rmat_spec;
 
-static const strata_option rmat_option[] = {{.name = "synth", .type = STRATA_OPT_SPEC, .offset = offsetof(rmat_spec, text), .metavar = "SPEC",
- .help = "", .keys = rmat_keys},
-{.name = NULL}};
+static const strata_option rmat_option[] = {
+    {.name = "synth",
+     .type = STRATA_OPT_SPEC,
+     .offset = offsetof(rmat_spec, text),
+     .metavar = "SPEC",
+     .help = "",
+     .keys = rmat_keys},
+    {.name = NULL},
+};
 
 static int parse_rmat(const char *text, pr_rmat *out) {
   rmat_spec sp = {0};
@@ -826,8 +887,7 @@ static int pr_export(const void *vcfg, const strata_setup *setup, const strata_p
     rc = oom();
     goto done;
   }
-  for (int i = 0; i < k; i++)
-    pv->top[i] = (top_entry){vid(pv, order[i]), r[order[i]]};
+  for (int i = 0; i < k; i++) pv->top[i] = (top_entry){vid(pv, order[i]), r[order[i]]};
   pv->ntop = k;
 done:
   strata_free(r);
@@ -905,8 +965,7 @@ static void pr_summary(const strata_run_result *r, void *ud) {
   const pr_priv *pv = r->problem.priv;
   strata_print_summary(r);
   fflush(stdout);
-  if (!pv || !pv->ntop)
-    return;
+  if (!pv || !pv->ntop) return;
   fprintf(out, "top %d:", pv->ntop);
   for (int i = 0; i < pv->ntop; i++)
     fprintf(out, " %llu (%.6g)", (unsigned long long)pv->top[i].id, pv->top[i].rank);

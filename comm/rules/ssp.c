@@ -22,11 +22,11 @@
 /* bsp is one clock a pass whatever the app's default work per clock. */
 static int bsp_resolve(strata_engine_opts *o, const strata__given *g) {
   if (g->wpc && o->wpc != 1)
-    return strata_err_set(STRATA_EUSAGE, "--mode bsp is one clock per pass: use --mode absp --wpc %g",
-                          o->wpc);
+    return strata_err_set(STRATA_EUSAGE,
+                          "--mode bsp is one clock per pass: use --mode absp --wpc %g", o->wpc);
   if (g->staleness && o->staleness != 0)
-    return strata_err_set(STRATA_EUSAGE, "--mode bsp has staleness 0: use --mode ssp --staleness %d",
-                          o->staleness);
+    return strata_err_set(
+        STRATA_EUSAGE, "--mode bsp has staleness 0: use --mode ssp --staleness %d", o->staleness);
   o->staleness = 0;
   o->wpc = 1;
   return 0;
@@ -34,8 +34,8 @@ static int bsp_resolve(strata_engine_opts *o, const strata__given *g) {
 
 static int absp_resolve(strata_engine_opts *o, const strata__given *g) {
   if (g->staleness && o->staleness != 0)
-    return strata_err_set(STRATA_EUSAGE, "--mode absp has staleness 0: use --mode ssp --staleness %d",
-                          o->staleness);
+    return strata_err_set(
+        STRATA_EUSAGE, "--mode absp has staleness 0: use --mode ssp --staleness %d", o->staleness);
   o->staleness = 0;
   return 0;
 }
@@ -104,7 +104,8 @@ static int essp_before_read(strata_table *tb, uint32_t lo, uint32_t hi) {
 }
 
 static int essp_read_in(strata_table *tb, int w, const uint32_t *rows, uint32_t n) {
-  for (uint32_t i = 0; i < n; i++) tb->subs[(size_t)strata__table_local(tb, rows[i]) * tb->P + w] = 1;
+  for (uint32_t i = 0; i < n; i++)
+    tb->subs[(size_t)strata__table_local(tb, rows[i]) * tb->P + w] = 1;
   return 0;
 }
 

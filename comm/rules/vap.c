@@ -110,21 +110,21 @@ typedef struct vap {
   vap_settings set;
   int enforce;
   /* client */
-  float *abs;       /* n_rows * L: per component, sum of |delta| of sent batches not seen by all */
-  uint32_t *n_abs;  /* per row: such batches */
+  float *abs;      /* n_rows * L: per component, sum of |delta| of sent batches not seen by all */
+  uint32_t *n_abs; /* per row: such batches */
   sent *sent;
   int n_sent;
   size_t cap_sent;
-  uint32_t *taken;  /* per shard: its pushes taken in */
-  float *piece;     /* L */
+  uint32_t *taken; /* per shard: its pushes taken in */
+  float *piece;    /* L */
   /* shard */
-  pending *pend;    /* ids base .. base + n_pend - 1 */
+  pending *pend; /* ids base .. base + n_pend - 1 */
   uint64_t base;
   int n_pend;
   size_t cap_pend;
-  idq *unacked;     /* per reader */
+  idq *unacked;      /* per reader */
   uint32_t *acks_in; /* per reader: acknowledgements taken so far */
-  uint32_t *list;   /* scratch: rows of one push */
+  uint32_t *list;    /* scratch: rows of one push */
 } vap;
 
 static vap_settings settings_of(const strata_mode_settings *s) {
@@ -324,9 +324,7 @@ static int seen(strata_table *tb, int X, uint32_t seq) {
 /* ---- client: reads ---- */
 
 /* Reads never wait on clocks (a caller's explicit staleness aside). */
-static int32_t vap_need(const strata_table *tb, int s) {
-  return s < 0 ? INT32_MIN : tb->clock - s;
-}
+static int32_t vap_need(const strata_table *tb, int s) { return s < 0 ? INT32_MIN : tb->clock - s; }
 
 typedef struct sub_ctx {
   uint32_t lo, hi;
@@ -361,7 +359,8 @@ static int vap_rows_in(strata_table *tb, const ps_hdr *h, const uint32_t *rows) 
 /* ---- shard ---- */
 
 static int vap_read_in(strata_table *tb, int w, const uint32_t *rows, uint32_t n) {
-  for (uint32_t i = 0; i < n; i++) tb->subs[(size_t)strata__table_local(tb, rows[i]) * tb->P + w] = 1;
+  for (uint32_t i = 0; i < n; i++)
+    tb->subs[(size_t)strata__table_local(tb, rows[i]) * tb->P + w] = 1;
   return 0;
 }
 
@@ -415,7 +414,8 @@ static int vap_applied(strata_table *tb, int w, const void *update) {
     for (uint32_t i = 0; i < h->nrows; i++)
       if (tb->subs[(size_t)strata__table_local(tb, rows[i]) * tb->P + r]) v->list[n++] = rows[i];
     if (!n) continue;
-    if (!(rc = strata__table_send_rows(tb, r, v->list, n, PS_PUSH))) rc = idq_push(&v->unacked[r], id);
+    if (!(rc = strata__table_send_rows(tb, r, v->list, n, PS_PUSH)))
+      rc = idq_push(&v->unacked[r], id);
     p->left++;
     tb->st.pushes += n;
   }
@@ -427,8 +427,9 @@ static int vap_applied(strata_table *tb, int w, const void *update) {
 static int on_ack(strata_table *tb, int r, uint32_t upto) {
   vap *v = tb->rule_state;
   if (r < 0 || r >= tb->P || upto < v->acks_in[r] || upto - v->acks_in[r] > v->unacked[r].n)
-    return strata_err_set(STRATA_ECOMM, "table: worker %d acknowledged %u pushes, %u of %zu expected",
-                          r, upto, v->acks_in[r], v->unacked[r].n);
+    return strata_err_set(STRATA_ECOMM,
+                          "table: worker %d acknowledged %u pushes, %u of %zu expected", r, upto,
+                          v->acks_in[r], v->unacked[r].n);
   int rc = 0;
   idq *q = &v->unacked[r];
   for (; v->acks_in[r] < upto && !rc; v->acks_in[r]++) {
@@ -510,14 +511,22 @@ static int vap_open(strata_table *tb) {
 /* ---- what the mode answers (core/mode.h) ---- */
 
 static const strata_option vap_options[] = {
-    {.name = "value-bound", .type = STRATA_OPT_DOUBLE | STRATA_OPT_OPEN_MIN,
-     .offset = offsetof(vap_settings, bound), .metavar = "V", .max = 1e30,
+    {.name = "value-bound",
+     .type = STRATA_OPT_DOUBLE | STRATA_OPT_OPEN_MIN,
+     .offset = offsetof(vap_settings, bound),
+     .metavar = "V",
+     .max = 1e30,
      .help = "the most, in every component, that a worker's updates of a row still in transit "
              "(not yet seen by every reader) may sum to; required"},
-    {.name = "value-decay", .type = STRATA_OPT_ENUM, .offset = offsetof(vap_settings, decay),
-     .def = "none", .metavar = "RULE", .choices = "none|sqrt",
+    {.name = "value-decay",
+     .type = STRATA_OPT_ENUM,
+     .offset = offsetof(vap_settings, decay),
+     .def = "none",
+     .metavar = "RULE",
+     .choices = "none|sqrt",
      .help = "sqrt: the bound at clock c is V / sqrt(1 + c), as the paper's theorems take it"},
-    {.name = NULL}};
+    {.name = NULL},
+};
 
 /* A value bound, no staleness; the shards' pushes keep read rows current,
  * so no prefetcher. */

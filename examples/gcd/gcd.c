@@ -32,15 +32,38 @@ typedef struct gcd_config {
 
 #define OPT(f) offsetof(gcd_config, f)
 static const strata_option gcd_options[] = {
-    {.name = "rows", .type = STRATA_OPT_INT, .offset = OPT(rows), .def = "2000", .metavar = "N",
-     .min = 1, .max = 1e7, .help = "examples (rows of X)"},
-    {.name = "cols", .type = STRATA_OPT_INT, .offset = OPT(cols), .def = "40", .metavar = "P",
-     .min = 1, .max = 1e5, .help = "coefficients (columns)"},
-    {.name = "nonzeros", .type = STRATA_OPT_INT, .offset = OPT(nonzeros), .def = "5",
-     .metavar = "K", .max = 1e5, .help = "nonzero true coefficients"},
-    {.name = "noise", .type = STRATA_OPT_DOUBLE, .offset = OPT(noise), .def = "0.1", .metavar = "S",
-     .max = 1e6, .help = "standard deviation of the noise in y"},
-    {.name = NULL}};
+    {.name = "rows",
+     .type = STRATA_OPT_INT,
+     .offset = OPT(rows),
+     .def = "2000",
+     .metavar = "N",
+     .min = 1,
+     .max = 1e7,
+     .help = "examples (rows of X)"},
+    {.name = "cols",
+     .type = STRATA_OPT_INT,
+     .offset = OPT(cols),
+     .def = "40",
+     .metavar = "P",
+     .min = 1,
+     .max = 1e5,
+     .help = "coefficients (columns)"},
+    {.name = "nonzeros",
+     .type = STRATA_OPT_INT,
+     .offset = OPT(nonzeros),
+     .def = "5",
+     .metavar = "K",
+     .max = 1e5,
+     .help = "nonzero true coefficients"},
+    {.name = "noise",
+     .type = STRATA_OPT_DOUBLE,
+     .offset = OPT(noise),
+     .def = "0.1",
+     .metavar = "S",
+     .max = 1e6,
+     .help = "standard deviation of the noise in y"},
+    {.name = NULL},
+};
 
 /* A shard (data block): its rows of X, row-major, then its targets. */
 typedef struct shard_head {

@@ -24,13 +24,32 @@ typedef struct latin_config {
 
 #define OPT(f) offsetof(latin_config, f)
 static const strata_option latin_options[] = {
-    {.name = "rows", .type = STRATA_OPT_INT, .offset = OPT(rows), .def = "1000", .metavar = "N",
-     .min = 1, .max = 1e9, .help = "matrix rows"},
-    {.name = "cols", .type = STRATA_OPT_INT, .offset = OPT(cols), .def = "500", .metavar = "N",
-     .min = 1, .max = 1e9, .help = "matrix columns"},
-    {.name = "entries", .type = STRATA_OPT_U64, .offset = OPT(entries), .def = "100000",
-     .metavar = "N", .min = 1, .max = 1e9, .help = "non-zeros"},
-    {.name = NULL}};
+    {.name = "rows",
+     .type = STRATA_OPT_INT,
+     .offset = OPT(rows),
+     .def = "1000",
+     .metavar = "N",
+     .min = 1,
+     .max = 1e9,
+     .help = "matrix rows"},
+    {.name = "cols",
+     .type = STRATA_OPT_INT,
+     .offset = OPT(cols),
+     .def = "500",
+     .metavar = "N",
+     .min = 1,
+     .max = 1e9,
+     .help = "matrix columns"},
+    {.name = "entries",
+     .type = STRATA_OPT_U64,
+     .offset = OPT(entries),
+     .def = "100000",
+     .metavar = "N",
+     .min = 1,
+     .max = 1e9,
+     .help = "non-zeros"},
+    {.name = NULL},
+};
 
 /* ---- blocks ------------------------------------------------------------- */
 /* Block b of a B-way split of n holds [split(n, B, b), split(n, B, b + 1)). */

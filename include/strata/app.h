@@ -113,7 +113,6 @@
 #define STRATA_RISE_LIMIT 10.0
 #define STRATA_RISE_PASSES 3
 
-
 /* A clock's set of sufficient factors, filled by compute through
  * strata_sf_emit (strata/sf.h). */
 typedef struct strata_sf_factors strata_sf_factors;
@@ -156,14 +155,14 @@ typedef struct strata_setup {
   int worker;      /* this worker's index 0..P-1; -1 on the coordinator */
   strata_mode mode; /* how parameters move (names: strata_mode_name) */
   const char *model_out;  /* --model-out directory or NULL */
-  int staleness;   /* how many clocks old a read may be (see Clocks above): 0 in
-                      scheduled, serial, bsp and absp; --staleness in ssp, essp
-                      and sfb; -1 where the mode's rule bounds no clock (async) */
-  double wpc;      /* work per clock in passes: 1 in scheduled, serial and bsp;
-                      --wpc in the other table modes (1/K: K clocks a pass,
-                      or a whole number W: a clock spans W passes); 0 for a
-                      sufficient-factor app, whose clock is a minibatch (so
-                      always 0 in sfb) */
+  int staleness;          /* how many clocks old a read may be (see Clocks above): 0 in
+                             scheduled, serial, bsp and absp; --staleness in ssp, essp
+                             and sfb; -1 where the mode's rule bounds no clock (async) */
+  double wpc;             /* work per clock in passes: 1 in scheduled, serial and bsp;
+                             --wpc in the other table modes (1/K: K clocks a pass,
+                             or a whole number W: a clock spans W passes); 0 for a
+                             sufficient-factor app, whose clock is a minibatch (so
+                             always 0 in sfb) */
   double tol;      /* --tol: the run may stop once the app's convergence measure
                       (strata_app.tol, or a round app's own in schedule_round) is at
                       most this; 0: it runs every pass */

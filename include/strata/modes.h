@@ -48,7 +48,7 @@ typedef enum strata_mode {
 #define STRATA_MODE_ENUM_(id, name, backend, rule, summary) STRATA_MODE_##id,
   STRATA_MODES(STRATA_MODE_ENUM_)
 #undef STRATA_MODE_ENUM_
-  STRATA_N_MODES
+      STRATA_N_MODES
 } strata_mode;
 
 /* The mode's name as the CLI spells it ("scheduled", "ssp", ...); "?" out of range. */

@@ -9,9 +9,17 @@
  *
  *   #define OPT(f) offsetof(my_config, f)
  *   static const strata_option my_options[] = {
- *       {.name = "rank", .short_name = 'k', .type = STRATA_OPT_INT, .offset = OPT(rank),
- *        .def = "32", .metavar = "K", .min = 1, .max = 4096, .help = "factor rank"},
- *       {.name = NULL}};
+ *       {.name = "rank",
+ *        .short_name = 'k',
+ *        .type = STRATA_OPT_INT,
+ *        .offset = OPT(rank),
+ *        .def = "32",
+ *        .metavar = "K",
+ *        .min = 1,
+ *        .max = 4096,
+ *        .help = "factor rank"},
+ *       {.name = NULL},
+ *   };
  */
 #ifndef STRATA_OPTIONS_H
 #define STRATA_OPTIONS_H

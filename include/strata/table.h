@@ -75,7 +75,7 @@ typedef struct strata_table_conf {
                          table back-end (strata_mode_is_ps) */
   const strata_mode_settings *settings; /* the mode's own settings (strata_mode_options);
                                            NULL: its defaults */
-  int staleness;      /* s >= 0 (a rule without a staleness bound ignores it) */
+  int staleness;                        /* s >= 0 (a rule without a staleness bound ignores it) */
   strata_prefetch prefetch;
   int prefetch_period; /* clocks per iteration of the app (>= 1; 0 = 1): at
                           clock c the prefetcher replays the reads of clock

@@ -32,13 +32,28 @@ typedef struct cs_config {
 
 #define OPT(f) offsetof(cs_config, f)
 static const strata_option cs_options[] = {
-    {.name = "rows", .type = STRATA_OPT_INT, .offset = OPT(rows), .def = "40", .metavar = "N",
-     .min = 1, .max = 100000, .help = "rows of each block (resident and rotating)"},
-    {.name = "width", .type = STRATA_OPT_INT, .offset = OPT(width), .def = "3", .metavar = "L",
-     .min = 1, .max = 1024, .help = "floats per row"},
-    {.name = "fault", .type = STRATA_OPT_FLAG, .offset = OPT(fault),
+    {.name = "rows",
+     .type = STRATA_OPT_INT,
+     .offset = OPT(rows),
+     .def = "40",
+     .metavar = "N",
+     .min = 1,
+     .max = 100000,
+     .help = "rows of each block (resident and rotating)"},
+    {.name = "width",
+     .type = STRATA_OPT_INT,
+     .offset = OPT(width),
+     .def = "3",
+     .metavar = "L",
+     .min = 1,
+     .max = 1024,
+     .help = "floats per row"},
+    {.name = "fault",
+     .type = STRATA_OPT_FLAG,
+     .offset = OPT(fault),
      .help = "one update too many (pass 1, the first row of the first chunk): the check must fail"},
-    {.name = NULL}};
+    {.name = NULL},
+};
 
 static int block(strata_block *b, uint32_t rows, int width, int rotating) {
   b->nrows = rows;

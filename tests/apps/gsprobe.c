@@ -35,16 +35,37 @@ typedef struct probe_config {
 
 #define OPT(f) offsetof(probe_config, f)
 static const strata_option probe_options[] = {
-    {.name = "rows", .type = STRATA_OPT_INT, .offset = OPT(rows), .def = "600", .metavar = "N",
-     .min = 1, .max = 1e6, .help = "examples"},
-    {.name = "blocks", .type = STRATA_OPT_INT, .offset = OPT(blocks), .def = "8", .metavar = "B",
-     .min = 1, .max = 1e4, .help = "coordinate blocks"},
-    {.name = "width", .type = STRATA_OPT_INT, .offset = OPT(width), .def = "4", .metavar = "K",
-     .min = 1, .max = 1e4, .help = "coordinates per block"},
-    {.name = "fail-at", .type = STRATA_OPT_STRING, .offset = OPT(fail_at),
+    {.name = "rows",
+     .type = STRATA_OPT_INT,
+     .offset = OPT(rows),
+     .def = "600",
+     .metavar = "N",
+     .min = 1,
+     .max = 1e6,
+     .help = "examples"},
+    {.name = "blocks",
+     .type = STRATA_OPT_INT,
+     .offset = OPT(blocks),
+     .def = "8",
+     .metavar = "B",
+     .min = 1,
+     .max = 1e4,
+     .help = "coordinate blocks"},
+    {.name = "width",
+     .type = STRATA_OPT_INT,
+     .offset = OPT(width),
+     .def = "4",
+     .metavar = "K",
+     .min = 1,
+     .max = 1e4,
+     .help = "coordinates per block"},
+    {.name = "fail-at",
+     .type = STRATA_OPT_STRING,
+     .offset = OPT(fail_at),
      .metavar = "WHERE:WORKER:ROUND",
      .help = "fail schedule|pull|push|apply on that worker at that round"},
-    {.name = NULL}};
+    {.name = NULL},
+};
 
 /* The failure asked for: where, worker, round. */
 typedef struct fail_spec {

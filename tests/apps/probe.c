@@ -111,8 +111,8 @@ typedef struct pr_entry {
   int32_t data, resident, rotating, chunk;
   uint32_t row_lo, row_hi;
   int64_t clock;
-  double t_start, t_prev_end;  /* this call's start, the end of the worker's call before */
-  float seen[2][VAP_COLS];     /* the first two rows' worker columns as read */
+  double t_start, t_prev_end; /* this call's start, the end of the worker's call before */
+  float seen[2][VAP_COLS];    /* the first two rows' worker columns as read */
 } pr_entry;
 
 /* A resident block: this header, then `cap` entries. */
@@ -186,22 +186,44 @@ static int64_t rule_clock(strata_mode mode, double wpc, int pass, int32_t i, int
 
 #define OPT(field) offsetof(probe_config, field)
 static const strata_option probe_options[] = {
-    {.name = "expect-staleness", .type = STRATA_OPT_INT, .offset = OPT(expect_staleness),
-     .def = "-2", .metavar = "S", .min = -2, .max = 1000000,
+    {.name = "expect-staleness",
+     .type = STRATA_OPT_INT,
+     .offset = OPT(expect_staleness),
+     .def = "-2",
+     .metavar = "S",
+     .min = -2,
+     .max = 1000000,
      .help = "setup->staleness must be S (-2: not checked)"},
-    {.name = "expect-wpc", .type = STRATA_OPT_DOUBLE, .offset = OPT(expect_wpc), .def = "-1",
-     .metavar = "W", .min = -1, .max = 1e6, .help = "setup->wpc must be W (< 0: not checked)"},
-    {.name = "expect-value-bound", .type = STRATA_OPT_DOUBLE, .offset = OPT(value_bound),
-     .def = "0", .metavar = "V", .max = 1e9,
+    {.name = "expect-wpc",
+     .type = STRATA_OPT_DOUBLE,
+     .offset = OPT(expect_wpc),
+     .def = "-1",
+     .metavar = "W",
+     .min = -1,
+     .max = 1e6,
+     .help = "setup->wpc must be W (< 0: not checked)"},
+    {.name = "expect-value-bound",
+     .type = STRATA_OPT_DOUBLE,
+     .offset = OPT(value_bound),
+     .def = "0",
+     .metavar = "V",
+     .max = 1e9,
      .help = "check that no read misses more than V of another worker's released updates "
              "(0: no check; needs every rank on one host)"},
-    {.name = "expect-vap-violations", .type = STRATA_OPT_FLAG, .offset = OPT(expect_violations),
+    {.name = "expect-vap-violations",
+     .type = STRATA_OPT_FLAG,
+     .offset = OPT(expect_violations),
      .help = "with --expect-value-bound: the check must find reads beyond it (the enforcement "
              "switched off)"},
-    {.name = "fault", .type = STRATA_OPT_CHOICE, .offset = OPT(fault), .def = "none",
-     .metavar = "F", .choices = "none|clock",
+    {.name = "fault",
+     .type = STRATA_OPT_CHOICE,
+     .offset = OPT(fault),
+     .def = "none",
+     .metavar = "F",
+     .choices = "none|clock",
      .help = "clock: worker 0 misreports one clock (the checks must catch it)"},
-    {.name = NULL}};
+    {.name = NULL},
+};
 
 /* Whether setup holds the staleness and wpc the flags expect. */
 static int setup_as_expected(const probe_config *cfg, const strata_setup *s) {
@@ -421,9 +443,20 @@ static int probe_compute(void *state, const strata_task_view *tv, double *partia
     h->staleness = w->setup.staleness;
     h->wpc = w->setup.wpc;
     pr_entry *e = &res_entries(tv->resident)[h->n++];
-    *e = (pr_entry){w->me, w->seq, tv->pass, tv->subepoch, tv->ids.data, tv->ids.resident,
-                    tv->ids.rotating, tv->chunk, tv->row_lo, tv->row_hi, clock, t_start,
-                    w->t_end, {{0}}};
+    *e = (pr_entry){w->me,
+                    w->seq,
+                    tv->pass,
+                    tv->subepoch,
+                    tv->ids.data,
+                    tv->ids.resident,
+                    tv->ids.rotating,
+                    tv->chunk,
+                    tv->row_lo,
+                    tv->row_hi,
+                    clock,
+                    t_start,
+                    w->t_end,
+                    {{0}}};
     memcpy(e->seen, seen, sizeof seen);
   } else {
     bad += 1;
@@ -590,11 +623,15 @@ static void check_value_bound(report *rp) {
         }
     }
   if (rp->cfg->expect_violations && !rp->vap_violations)
-    failure(rp, "no read missed more than %g of another worker's updates, with the bound's "
-            "enforcement off (%ld reads checked)", V, rp->vap_reads);
+    failure(rp,
+            "no read missed more than %g of another worker's updates, with the bound's "
+            "enforcement off (%ld reads checked)",
+            V, rp->vap_reads);
   if (!rp->cfg->expect_violations && rp->vap_violations)
-    failure(rp, "%ld of %ld reads missed more than the value bound %g of another worker's "
-            "updates (up to %g)", rp->vap_violations, rp->vap_reads, V, rp->vap_max_missed);
+    failure(rp,
+            "%ld of %ld reads missed more than the value bound %g of another worker's "
+            "updates (up to %g)",
+            rp->vap_violations, rp->vap_reads, V, rp->vap_max_missed);
 }
 
 static int fill_report(FILE *f, void *ud) {

@@ -77,32 +77,76 @@ typedef struct tc_opts {
 } tc_opts;
 
 static const strata_option tc_options[] = {
-    {.name = "cons", .type = STRATA_OPT_CHOICE, .offset = offsetof(tc_opts, cons), .def = "ssp",
-     .metavar = "MODEL", .choices = "ssp|essp|async", .help = "consistency model of the table"},
-    {.name = "staleness", .short_name = 's', .type = STRATA_OPT_INT,
-     .offset = offsetof(tc_opts, staleness), .def = "1", .metavar = "S", .max = 1000,
+    {.name = "cons",
+     .type = STRATA_OPT_CHOICE,
+     .offset = offsetof(tc_opts, cons),
+     .def = "ssp",
+     .metavar = "MODEL",
+     .choices = "ssp|essp|async",
+     .help = "consistency model of the table"},
+    {.name = "staleness",
+     .short_name = 's',
+     .type = STRATA_OPT_INT,
+     .offset = offsetof(tc_opts, staleness),
+     .def = "1",
+     .metavar = "S",
+     .max = 1000,
      .help = "the table's staleness (ssp, essp; 0 = BSP)"},
-    {.name = "clocks", .short_name = 'c', .type = STRATA_OPT_INT,
-     .offset = offsetof(tc_opts, clocks), .def = "30", .metavar = "C", .min = 1, .max = 100000,
+    {.name = "clocks",
+     .short_name = 'c',
+     .type = STRATA_OPT_INT,
+     .offset = offsetof(tc_opts, clocks),
+     .def = "30",
+     .metavar = "C",
+     .min = 1,
+     .max = 100000,
      .help = "clocks every worker runs"},
-    {.name = "rows", .short_name = 'r', .type = STRATA_OPT_INT, .offset = offsetof(tc_opts, rows),
-     .def = "64", .metavar = "R", .min = 1, .max = 1000000,
+    {.name = "rows",
+     .short_name = 'r',
+     .type = STRATA_OPT_INT,
+     .offset = offsetof(tc_opts, rows),
+     .def = "64",
+     .metavar = "R",
+     .min = 1,
+     .max = 1000000,
      .help = "rows of the table (each of P floats, one column per worker)"},
-    {.name = "seed", .type = STRATA_OPT_STRING, .offset = offsetof(tc_opts, seed), .metavar = "X",
+    {.name = "seed",
+     .type = STRATA_OPT_STRING,
+     .offset = offsetof(tc_opts, seed),
+     .metavar = "X",
      .help = "seed of the increments and the random reads and sleeps (default: from the time)"},
-    {.name = "delay-us", .type = STRATA_OPT_INT, .offset = offsetof(tc_opts, delay_us),
-     .def = "2000", .metavar = "MAX", .max = 10000000,
+    {.name = "delay-us",
+     .type = STRATA_OPT_INT,
+     .offset = offsetof(tc_opts, delay_us),
+     .def = "2000",
+     .metavar = "MAX",
+     .max = 10000000,
      .help = "random sleep of 0..MAX microseconds before each operation"},
-    {.name = "prefetch", .type = STRATA_OPT_CHOICE, .offset = offsetof(tc_opts, prefetch),
-     .def = "none", .metavar = "KIND", .choices = "none|conservative|aggressive",
+    {.name = "prefetch",
+     .type = STRATA_OPT_CHOICE,
+     .offset = offsetof(tc_opts, prefetch),
+     .def = "none",
+     .metavar = "KIND",
+     .choices = "none|conservative|aggressive",
      .help = "the table's prefetcher"},
-    {.name = "prefetch-period", .type = STRATA_OPT_INT, .offset = offsetof(tc_opts, period),
-     .def = "1", .metavar = "N", .min = 1, .max = 1000,
+    {.name = "prefetch-period",
+     .type = STRATA_OPT_INT,
+     .offset = offsetof(tc_opts, period),
+     .def = "1",
+     .metavar = "N",
+     .min = 1,
+     .max = 1000,
      .help = "clocks the prefetcher looks back (the table's prefetch_period)"},
-    {.name = "fault", .type = STRATA_OPT_CHOICE, .offset = offsetof(tc_opts, fault), .def = "none",
-     .metavar = "KIND", .choices = "none|drop-inc",
-     .help = "checks the checker: drop-inc makes the last worker skip its first inc (but count it)"},
-    {.name = NULL}};
+    {.name = "fault",
+     .type = STRATA_OPT_CHOICE,
+     .offset = offsetof(tc_opts, fault),
+     .def = "none",
+     .metavar = "KIND",
+     .choices = "none|drop-inc",
+     .help =
+         "checks the checker: drop-inc makes the last worker skip its first inc (but count it)"},
+    {.name = NULL},
+};
 
 /* ---- the state of one worker's check ---- */
 
@@ -516,7 +560,7 @@ int main(int argc, char **argv) {
       strata_comm_abort(&t, 1);
     }
   }
-  k.cons = !strcmp(k.o.cons, "essp") ? STRATA_MODE_ESSP
+  k.cons = !strcmp(k.o.cons, "essp")    ? STRATA_MODE_ESSP
            : !strcmp(k.o.cons, "async") ? STRATA_MODE_ASYNC
                                         : STRATA_MODE_SSP;
   k.S = k.o.staleness;
@@ -549,19 +593,20 @@ int main(int argc, char **argv) {
       for (int cl = 0; cl < k.C; cl++) c[cl + 1] = c[cl] + adds(k.seed, v, r, cl);
     }
 
-  strata_table_conf conf = {.n_rows = (uint32_t)k.R,
-                            .row_len = (uint32_t)k.P,
-                            .workers = k.P,
-                            .me = k.me,
-                            .rank_base = 0,
-                            .tag = TAG_TABLE,
-                            .mode = k.cons,
-                            .staleness = k.S,
-                            .prefetch = !strcmp(k.o.prefetch, "aggressive")     ? STRATA_PREFETCH_AGGRESSIVE
-                                        : !strcmp(k.o.prefetch, "conservative") ? STRATA_PREFETCH_CONSERVATIVE
-                                                                                : STRATA_PREFETCH_NONE,
-                            .prefetch_period = k.o.period,
-                            .snapshots = 1};
+  strata_table_conf conf = {
+      .n_rows = (uint32_t)k.R,
+      .row_len = (uint32_t)k.P,
+      .workers = k.P,
+      .me = k.me,
+      .rank_base = 0,
+      .tag = TAG_TABLE,
+      .mode = k.cons,
+      .staleness = k.S,
+      .prefetch = !strcmp(k.o.prefetch, "aggressive")     ? STRATA_PREFETCH_AGGRESSIVE
+                  : !strcmp(k.o.prefetch, "conservative") ? STRATA_PREFETCH_CONSERVATIVE
+                                                          : STRATA_PREFETCH_NONE,
+      .prefetch_period = k.o.period,
+      .snapshots = 1};
   if ((rc = strata_table_open(&t, &conf, init, &k.tb))) die(&k, "strata_table_open", rc);
   strata_free(init);
   if (strata_table_current_clock(k.tb) != 0)

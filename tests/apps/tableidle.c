@@ -50,8 +50,13 @@ int main(int argc, char **argv) {
   double idle = atof(argv[1]) / 1000, lag = atof(argv[2]) / 1000;
   int spin = atoi(argv[3]);
   float init[2] = {0, 0}, one = (float)(me + 1), got = -1;
-  strata_table_conf conf = {.n_rows = 2, .row_len = 1, .workers = 2, .me = me, .tag = TAG_TABLE,
-                            .mode = STRATA_MODE_SSP, .staleness = 0,
+  strata_table_conf conf = {.n_rows = 2,
+                            .row_len = 1,
+                            .workers = 2,
+                            .me = me,
+                            .tag = TAG_TABLE,
+                            .mode = STRATA_MODE_SSP,
+                            .staleness = 0,
                             .prefetch = STRATA_PREFETCH_NONE};
   strata_table *tb = NULL;
   if (strata_table_open(&t, &conf, init, &tb)) {

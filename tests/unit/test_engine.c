@@ -848,9 +848,16 @@ static void render_and_check(strata_mode mode) {
   strata_app app = {.name = "fake", .unit = "things", .n_objectives = 2,
                     .objective_names = key_objs, .n_controls = 1, .control_names = key_ctls,
                     .objectives = key_objectives, .describe = key_describe};
-  strata_engine_opts o = {.mode = mode, .passes = 2, .staleness = 1, .wpc = 1, .straggler_ms = 5,
-                          .disrupt_prob = 0.5, .disrupt_slot_ms = 10, .resume_dir = "r",
-                          .checkpoint_dir = "c", .checkpoint_every = 1};
+  strata_engine_opts o = {.mode = mode,
+                          .passes = 2,
+                          .staleness = 1,
+                          .wpc = 1,
+                          .straggler_ms = 5,
+                          .disrupt_prob = 0.5,
+                          .disrupt_slot_ms = 10,
+                          .resume_dir = "r",
+                          .checkpoint_dir = "c",
+                          .checkpoint_every = 1};
   /* A mode's own options at a value other than the default. */
   const strata_option *own = strata_mode_options(mode);
   if (own && own->name) {

@@ -26,8 +26,8 @@
 enum { P = 2, B = 2 };
 #define MB 1000000.0
 
-static const strata_app app = {.name = "memapp", .flags = STRATA_APP_ADDITIVE,
-                               .memory_hint = "lower --rank"};
+static const strata_app app = {
+    .name = "memapp", .flags = STRATA_APP_ADDITIVE, .memory_hint = "lower --rank"};
 
 /* B x B data blocks of 4 MB, B resident blocks of 2 MB, B rotating blocks
  * of 8 MB (float rows), a global block of 1 MB. */

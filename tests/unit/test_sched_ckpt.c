@@ -62,8 +62,11 @@ static void objectives(const void *cfg, const strata_problem *p, const double *p
   (void)cfg, (void)p;
   values[0] = partials[0];
 }
-static const strata_app app = {.name = "ck", .flags = STRATA_APP_ADDITIVE, .n_partials = 1,
-                               .n_objectives = 1, .objective_names = obj_names,
+static const strata_app app = {.name = "ck",
+                               .flags = STRATA_APP_ADDITIVE,
+                               .n_partials = 1,
+                               .n_objectives = 1,
+                               .objective_names = obj_names,
                                .objectives = objectives};
 
 /* B x B data blocks, B resident blocks of 8 bytes, B rotating blocks of
@@ -129,8 +132,13 @@ static int open_run(run *r, strata_mode m, const char *dir, int resume, float ba
   assert_int_equal(strata__mode_facts(m, &r->o, P, &r->f), 0);
   make_problem(&r->p, base);
   assert_int_equal(strata_schedule_diagonal(&r->s, P, B), 0);
-  r->agg = (strata__agg){.app = &app, .opts = &r->o, .setup = r->setup, .prob = &r->p,
-                         .res = &r->res, .facts = &r->f, .lag = r->f.lag};
+  r->agg = (strata__agg){.app = &app,
+                         .opts = &r->o,
+                         .setup = r->setup,
+                         .prob = &r->p,
+                         .res = &r->res,
+                         .facts = &r->f,
+                         .lag = r->f.lag};
   assert_int_equal(strata__agg_open(&r->agg), 0);
   int rc = strata__ckpt_open(&r->ck, &app, &r->o, &r->setup, &r->f);
   /* A run that writes checkpoints takes the data's identity once loaded. */
@@ -163,7 +171,8 @@ static int write_part(run *r, int w, int passes, int extra_rotating) {
     for (uint32_t g = (uint32_t)w; g < B * ROWS; g += P, n_rows++)
       memcpy(rows + (size_t)n_rows * L,
              (float *)r->p.rotating[g / ROWS].buf + (size_t)(g % ROWS) * L, L * sizeof(float));
-    if (!rc) rc = strata__part_add(&pw, STRATA__CK_TABLE_ROWS, w, L, rows, (uint64_t)n_rows * L * 4);
+    if (!rc)
+      rc = strata__part_add(&pw, STRATA__CK_TABLE_ROWS, w, L, rows, (uint64_t)n_rows * L * 4);
   }
   for (int b = 0; b < B && !rc; b++) {
     int mine = (r->f.ckpt & STRATA__CKP_REPLICAS) ||
@@ -204,8 +213,7 @@ static void round_trip(fx *f, strata_mode m, const char *own) {
   assert_int_equal(open_run(&b, m, f->dir, 1, 0, own, NULL), 0);
   assert_int_equal(b.ck.start_pass, 1);
   assert_int_equal(strata__ckpt_loaded(&b.ck, &b.p, &b.s, &b.agg), 0);
-  for (int i = 0; i < B; i++)
-    assert_memory_equal(b.p.resident[i].buf, a.p.resident[i].buf, 8);
+  for (int i = 0; i < B; i++) assert_memory_equal(b.p.resident[i].buf, a.p.resident[i].buf, 8);
   for (int r = 0; r < B; r++)
     if (b.ck.rot_of) /* each replica its own: worker 0's is worker 0's */
       assert_memory_equal(b.ck.rot_of[r], a.p.rotating[r].buf, a.p.rotating[r].len);

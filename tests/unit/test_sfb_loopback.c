@@ -86,9 +86,9 @@
 #include "core/sf.h"
 #include "strata/core.h"
 #include "strata/sf.h"
+#include "worker/backend.h"
 #include "worker/sfb.h"
 #include "worker/sfb_topology.h"
-#include "worker/backend.h"
 #include "worker/worker.h"
 
 extern const strata__backend strata__sfb_backend; /* the back-end under test */
@@ -113,11 +113,18 @@ typedef struct sfb_view {
 static sfb_view view_of(const strata_worker_stats *w) {
   strata__sfb_stats f;
   memcpy(&f, w->mode_stats[0], sizeof f);
-  sfb_view v = {.clocks = w->clocks, .bytes_sent = w->bytes_sent, .bytes_recv = w->bytes_recv,
-                .sets_in = f.sets_in, .factors_in = f.factors_in, .factors_out = f.factors_out,
-                .delay_sum = f.delay_sum, .delay_max = f.delay_max,
-                .replica_checked = f.replica_checked, .from_mask = f.from_mask,
-                .replica_digest = f.replica_digest, .drift = f.drift_measured ? f.drift : -1,
+  sfb_view v = {.clocks = w->clocks,
+                .bytes_sent = w->bytes_sent,
+                .bytes_recv = w->bytes_recv,
+                .sets_in = f.sets_in,
+                .factors_in = f.factors_in,
+                .factors_out = f.factors_out,
+                .delay_sum = f.delay_sum,
+                .delay_max = f.delay_max,
+                .replica_checked = f.replica_checked,
+                .from_mask = f.from_mask,
+                .replica_digest = f.replica_digest,
+                .drift = f.drift_measured ? f.drift : -1,
                 .drift_rows = f.drift_rows};
   memcpy(v.delay_hist, f.delay_hist, sizeof v.delay_hist);
   return v;
@@ -267,7 +274,7 @@ typedef struct wctx {
   int computed; /* clocks computed so far */
   int reports, controls;
   ev_log log;
-  sfb_view *stats; /* per pass, as reported */
+  sfb_view *stats;            /* per pass, as reported */
   float *snap;                /* per pass: W as evaluate saw it */
   int fail;
   char msg[512];
@@ -562,8 +569,8 @@ static void model_stats(void *ctx, int kind, int origin, int clock, int g) {
  * Holds worker me's log (and, unless NULL, the stats it reported per pass)
  * to sfb's contract (the file's comment). 0, or 1 with a message.
  */
-static int check_log(const sfb_case *k, int me, const ev *log, size_t n,
-                     const sfb_view *stats, char *msg, size_t msz) {
+static int check_log(const sfb_case *k, int me, const ev *log, size_t n, const sfb_view *stats,
+                     char *msg, size_t msz) {
   const int P = k->cf.P, T = k->T, C = k->cf.C, s = k->cf.s, passes = k->passes;
   const int ran = passes * C; /* clocks run */
   int rc = 0;
@@ -1097,8 +1104,8 @@ static void move_events(ev *v, size_t from, size_t len, size_t to) {
   }
 }
 
-static void expect_caught(const sfb_case *k, int me, const ev *v, size_t n,
-                          const sfb_view *st, const char *words) {
+static void expect_caught(const sfb_case *k, int me, const ev *v, size_t n, const sfb_view *st,
+                          const char *words) {
   char msg[512] = "";
   if (!check_log(k, me, v, n, st, msg, sizeof msg))
     fail_msg("a broken run passed the checks (expected \"%s\")", words);

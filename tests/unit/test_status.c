@@ -371,8 +371,12 @@ static void test_status_renders_a_mode(void **state) {
   (void)state;
   fixture f;
   memset(&f, 0, sizeof f);
-  f.o = (strata_engine_opts){.mode = STRATA_MODE_VAP, .passes = 2, .depth = 1, .wpc = 1,
-                             .settings = settings, .n_settings = 1};
+  f.o = (strata_engine_opts){.mode = STRATA_MODE_VAP,
+                             .passes = 2,
+                             .depth = 1,
+                             .wpc = 1,
+                             .settings = settings,
+                             .n_settings = 1};
   assert_int_equal(strata_mode_set(&f.o, "value-bound", "0.5"), 0);
   assert_int_equal(strata_engine_resolve(&f.o, 0, 0, 0), 0);
   strata__facts facts;
@@ -380,10 +384,18 @@ static void test_status_renders_a_mode(void **state) {
   assert_int_equal(strata__status_open("127.0.0.1:0", &p_app, &f.o, P), 0);
   f.port = atoi(strata__status_url() + 17);
   f.prob.n_examples = 10;
-  f.agg = (strata__agg){.app = &p_app, .opts = &f.o,
-                        .setup = {.workers = P, .strata = P, .depth = 1, .passes = 2, .worker = -1,
+  f.agg = (strata__agg){.app = &p_app,
+                        .opts = &f.o,
+                        .setup = {.workers = P,
+                                  .strata = P,
+                                  .depth = 1,
+                                  .passes = 2,
+                                  .worker = -1,
                                   .mode = STRATA_MODE_VAP},
-                        .prob = &f.prob, .res = &f.r, .facts = &facts, .lag = 1,
+                        .prob = &f.prob,
+                        .res = &f.r,
+                        .facts = &facts,
+                        .lag = 1,
                         .view = strata__status_view()};
   assert_int_equal(strata__agg_open(&f.agg), 0);
   const strata__view *v = strata__status_view();
@@ -398,8 +410,8 @@ static void test_status_renders_a_mode(void **state) {
       rep.stats.clocks = 1;
       table_fig t = {.reads = 10};
       t.hist[0] = 10;
-      vap_fig x = {.bound = 0.5, .max_inflight = 0.25, .max_ratio = 0.5, .deltas = 4,
-                   .enforced = 1};
+      vap_fig x = {
+          .bound = 0.5, .max_inflight = 0.25, .max_ratio = 0.5, .deltas = 4, .enforced = 1};
       x.hist[8] = 4;
       memcpy(rep.stats.mode_stats[0], &t, sizeof t);
       memcpy(rep.stats.mode_stats[1], &x, sizeof x);

@@ -540,8 +540,15 @@ static void test_ssp_window(void **state) {
   const int stal[] = {0, 1, 3};
   for (int i = 0; i < 3; i++)
     for (int k = 0; k < 3; k++) {
-      scen sc = {.mode = RUN, .P = 3, .N = 7, .C = 16, .cons = STRATA_MODE_SSP, .s = stal[i],
-                 .prefetch = (strata_prefetch)k, .max_delay = 3, .reorder = 1,
+      scen sc = {.mode = RUN,
+                 .P = 3,
+                 .N = 7,
+                 .C = 16,
+                 .cons = STRATA_MODE_SSP,
+                 .s = stal[i],
+                 .prefetch = (strata_prefetch)k,
+                 .max_delay = 3,
+                 .reorder = 1,
                  .seed = sub_seed(10 * i + k)};
       worker ws[MAXP];
       run_scen(&sc, ws);
@@ -558,8 +565,15 @@ static void test_essp_window(void **state) {
   (void)state;
   start();
   for (int k = 0; k < 4; k++) {
-    scen sc = {.mode = RUN, .P = 3, .N = 7, .C = 16, .cons = STRATA_MODE_ESSP, .s = k % 3,
-               .prefetch = (strata_prefetch)(k % 3), .max_delay = 3, .reorder = 1,
+    scen sc = {.mode = RUN,
+               .P = 3,
+               .N = 7,
+               .C = 16,
+               .cons = STRATA_MODE_ESSP,
+               .s = k % 3,
+               .prefetch = (strata_prefetch)(k % 3),
+               .max_delay = 3,
+               .reorder = 1,
                .seed = sub_seed(100 + k)};
     worker ws[MAXP];
     run_scen(&sc, ws);
@@ -577,13 +591,20 @@ static void test_essp_push(void **state) {
   (void)state;
   start();
   for (int k = 0; k < 4; k++) {
-    scen sc = {.mode = PUSH, .P = 3, .N = 8, .C = 10,
-               .cons = k < 3 ? STRATA_MODE_ESSP : STRATA_MODE_SSP, .s = k % 2, .max_delay = 3,
-               .reorder = 1, .seed = sub_seed(200 + k)};
+    scen sc = {.mode = PUSH,
+               .P = 3,
+               .N = 8,
+               .C = 10,
+               .cons = k < 3 ? STRATA_MODE_ESSP : STRATA_MODE_SSP,
+               .s = k % 2,
+               .max_delay = 3,
+               .reorder = 1,
+               .seed = sub_seed(200 + k)};
     worker ws[MAXP];
     run_scen(&sc, ws);
     for (int w = 0; w < sc.P; w++) {
-      if (sc.cons == STRATA_MODE_ESSP) assert_true(ws[w].st.pushes > 0);
+      if (sc.cons == STRATA_MODE_ESSP)
+        assert_true(ws[w].st.pushes > 0);
       else assert_int_equal(ws[w].st.pushes, 0);
       /* The only request: the subscription (ESSP), or none at all. */
       assert_int_equal(ws[w].st.requests, sc.cons == STRATA_MODE_ESSP ? sc.N : 0);
@@ -603,9 +624,17 @@ static void test_read_my_writes(void **state) {
   (void)state;
   start();
   for (int k = 0; k < 3; k++) {
-    scen sc = {.mode = RUN, .P = 3, .N = 5, .C = 14, .cons = KINDS[k], .s = 2,
-               .prefetch = STRATA_PREFETCH_AGGRESSIVE, .refresh = 1, .max_delay = 8,
-               .reorder = 1, .seed = sub_seed(300 + k)};
+    scen sc = {.mode = RUN,
+               .P = 3,
+               .N = 5,
+               .C = 14,
+               .cons = KINDS[k],
+               .s = 2,
+               .prefetch = STRATA_PREFETCH_AGGRESSIVE,
+               .refresh = 1,
+               .max_delay = 8,
+               .reorder = 1,
+               .seed = sub_seed(300 + k)};
     worker ws[MAXP];
     run_scen(&sc, ws);
   }
@@ -619,8 +648,15 @@ static void test_async_never_waits(void **state) {
   (void)state;
   start();
   for (int k = 0; k < 3; k++) {
-    scen sc = {.mode = STALL, .P = 3, .N = 6, .C = 30, .cons = STRATA_MODE_ASYNC,
-               .prefetch = (strata_prefetch)k, .refresh = 1, .max_delay = 3, .reorder = 1,
+    scen sc = {.mode = STALL,
+               .P = 3,
+               .N = 6,
+               .C = 30,
+               .cons = STRATA_MODE_ASYNC,
+               .prefetch = (strata_prefetch)k,
+               .refresh = 1,
+               .max_delay = 3,
+               .reorder = 1,
                .seed = sub_seed(400 + k)};
     worker ws[MAXP];
     run_scen(&sc, ws);
@@ -636,10 +672,18 @@ static void test_shutdown(void **state) {
   (void)state;
   start();
   for (int k = 0; k < 4; k++) {
-    scen sc = {.mode = RUN, .P = k == 3 ? 4 : 3, .N = 7, .C = 8,
-               .cons = k == 2 ? STRATA_MODE_ASYNC : STRATA_MODE_SSP, .s = 1 + k % 2,
-               .final_snap = k != 2, .early_close = k % 2, .extra = k == 2 ? 5 : 0,
-               .max_delay = 4, .reorder = 1, .seed = sub_seed(500 + k)};
+    scen sc = {.mode = RUN,
+               .P = k == 3 ? 4 : 3,
+               .N = 7,
+               .C = 8,
+               .cons = k == 2 ? STRATA_MODE_ASYNC : STRATA_MODE_SSP,
+               .s = 1 + k % 2,
+               .final_snap = k != 2,
+               .early_close = k % 2,
+               .extra = k == 2 ? 5 : 0,
+               .max_delay = 4,
+               .reorder = 1,
+               .seed = sub_seed(500 + k)};
     worker ws[MAXP];
     run_scen(&sc, ws);
   }
@@ -652,9 +696,16 @@ static void test_snapshots_exact(void **state) {
   (void)state;
   start();
   for (int k = 0; k < 4; k++) {
-    scen sc = {.mode = RUN, .P = 3, .N = 6, .C = 12,
-               .cons = k == 3 ? STRATA_MODE_ASYNC : KINDS[k % 2], .s = k % 3,
-               .snapshots = 1, .max_delay = 3, .reorder = 1, .seed = sub_seed(600 + k)};
+    scen sc = {.mode = RUN,
+               .P = 3,
+               .N = 6,
+               .C = 12,
+               .cons = k == 3 ? STRATA_MODE_ASYNC : KINDS[k % 2],
+               .s = k % 3,
+               .snapshots = 1,
+               .max_delay = 3,
+               .reorder = 1,
+               .seed = sub_seed(600 + k)};
     worker ws[MAXP];
     run_scen(&sc, ws);
   }
@@ -666,8 +717,14 @@ static void test_no_delay(void **state) {
   (void)state;
   start();
   for (int k = 0; k < 3; k++) {
-    scen sc = {.mode = RUN, .P = 1 + k, .N = 5, .C = 10, .cons = KINDS[k], .s = 1,
-               .snapshots = 1, .seed = sub_seed(700 + k)};
+    scen sc = {.mode = RUN,
+               .P = 1 + k,
+               .N = 5,
+               .C = 10,
+               .cons = KINDS[k],
+               .s = 1,
+               .snapshots = 1,
+               .seed = sub_seed(700 + k)};
     worker ws[MAXP];
     run_scen(&sc, ws);
   }
@@ -687,8 +744,8 @@ static void test_start_clock_runs(void **state) {
   const struct {
     strata_mode cons;
     int s;
-  } kinds[] = {{STRATA_MODE_SSP, 0}, {STRATA_MODE_SSP, 2}, {STRATA_MODE_ESSP, 1},
-               {STRATA_MODE_ASYNC, 0}};
+  } kinds[] = {
+      {STRATA_MODE_SSP, 0}, {STRATA_MODE_SSP, 2}, {STRATA_MODE_ESSP, 1}, {STRATA_MODE_ASYNC, 0}};
   for (int i = 0; i < 2; i++)
     for (int k = 0; k < 4; k++) {
       scen sc = {.mode = RUN, .P = 3, .N = 6, .C = 8, .cons = kinds[k].cons, .s = kinds[k].s,
@@ -711,9 +768,16 @@ static void test_start_clock_read_at_once(void **state) {
   const int starts[] = {5, 1000};
   for (int i = 0; i < 2; i++)
     for (int k = 0; k < 3; k++) {
-      scen sc = {.mode = FIRST_READ, .P = 3, .N = 7, .C = 4,
-                 .cons = k == 2 ? STRATA_MODE_ASYNC : STRATA_MODE_SSP, .s = 2 * k,
-                 .prefetch = (strata_prefetch)k, .start = starts[i], .max_delay = 2, .reorder = 1,
+      scen sc = {.mode = FIRST_READ,
+                 .P = 3,
+                 .N = 7,
+                 .C = 4,
+                 .cons = k == 2 ? STRATA_MODE_ASYNC : STRATA_MODE_SSP,
+                 .s = 2 * k,
+                 .prefetch = (strata_prefetch)k,
+                 .start = starts[i],
+                 .max_delay = 2,
+                 .reorder = 1,
                  .seed = sub_seed(900 + 10 * i + k)};
       worker ws[MAXP];
       run_scen(&sc, ws);
@@ -728,16 +792,33 @@ static void test_start_clock_shutdown_and_async(void **state) {
   (void)state;
   start();
   for (int k = 0; k < 3; k++) {
-    scen sc = {.mode = RUN, .P = 3, .N = 5, .C = 6,
-               .cons = k == 2 ? STRATA_MODE_ASYNC : STRATA_MODE_SSP, .s = 1,
-               .final_snap = k != 2, .early_close = k == 1, .extra = k == 2 ? 3 : 0,
-               .start = 3 + 20 * k, .max_delay = 4, .reorder = 1, .seed = sub_seed(950 + k)};
+    scen sc = {.mode = RUN,
+               .P = 3,
+               .N = 5,
+               .C = 6,
+               .cons = k == 2 ? STRATA_MODE_ASYNC : STRATA_MODE_SSP,
+               .s = 1,
+               .final_snap = k != 2,
+               .early_close = k == 1,
+               .extra = k == 2 ? 3 : 0,
+               .start = 3 + 20 * k,
+               .max_delay = 4,
+               .reorder = 1,
+               .seed = sub_seed(950 + k)};
     worker ws[MAXP];
     run_scen(&sc, ws);
   }
-  scen sc = {.mode = STALL, .P = 3, .N = 6, .C = 12, .cons = STRATA_MODE_ASYNC,
-             .prefetch = STRATA_PREFETCH_AGGRESSIVE, .refresh = 1, .start = 40, .max_delay = 3,
-             .reorder = 1, .seed = sub_seed(960)};
+  scen sc = {.mode = STALL,
+             .P = 3,
+             .N = 6,
+             .C = 12,
+             .cons = STRATA_MODE_ASYNC,
+             .prefetch = STRATA_PREFETCH_AGGRESSIVE,
+             .refresh = 1,
+             .start = 40,
+             .max_delay = 3,
+             .reorder = 1,
+             .seed = sub_seed(960)};
   worker ws[MAXP];
   run_scen(&sc, ws);
   stop();
@@ -754,8 +835,14 @@ static void test_start_clock_bounds(void **state) {
   const float init[4] = {1, 2, 3, 4};
   const int32_t clocks[] = {-1, INT32_MIN, 0, 123456};
   for (int i = 0; i < 4; i++) {
-    strata_table_conf conf = {.n_rows = 4, .row_len = 1, .workers = 1, .me = 0, .rank_base = 1,
-                              .tag = TAG, .mode = STRATA_MODE_SSP, .snapshots = 1,
+    strata_table_conf conf = {.n_rows = 4,
+                              .row_len = 1,
+                              .workers = 1,
+                              .me = 0,
+                              .rank_base = 1,
+                              .tag = TAG,
+                              .mode = STRATA_MODE_SSP,
+                              .snapshots = 1,
                               .start_clock = clocks[i]};
     strata_table *tb = (strata_table *)&tb;
     strata_err_clear();

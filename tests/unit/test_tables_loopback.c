@@ -73,7 +73,8 @@ static void failf(wctx *c, const char *fmt, ...) {
 /* Resident blocks worker q owns. */
 static int owned(const tcase *k, int q) {
   int n = 0;
-  for (int i = 0; i < k->sched.n_resident; i++) n += strata_schedule_resident_owner(&k->sched, i) == q;
+  for (int i = 0; i < k->sched.n_resident; i++)
+    n += strata_schedule_resident_owner(&k->sched, i) == q;
   return n;
 }
 
@@ -120,7 +121,8 @@ static int take_report(void *ud, const pass_report *rep) {
     failf(c, "worker %d: report of pass %d out of order", c->w.me, rep->pass);
   int K = c->k->wpc < 1 ? (int)(1 / c->k->wpc + 0.5) : 1;
   if (rep->stats.clocks != K)
-    failf(c, "worker %d: pass %d ended %d clocks, want %d", c->w.me, rep->pass, rep->stats.clocks, K);
+    failf(c, "worker %d: pass %d ended %d clocks, want %d", c->w.me, rep->pass, rep->stats.clocks,
+          K);
   return 0;
 }
 
@@ -192,8 +194,11 @@ static uint64_t test_seed(void) {
 
 static void run_case(tcase *k) {
   assert_int_equal(strata_schedule_diagonal(&k->sched, k->P, k->B), 0);
-  strata_loopback_conf lc = {.size = k->P + 1, .seed = k->seed, .max_delay = k->max_delay,
-                             .reorder = k->reorder, .tag_ub = INT32_MAX};
+  strata_loopback_conf lc = {.size = k->P + 1,
+                             .seed = k->seed,
+                             .max_delay = k->max_delay,
+                             .reorder = k->reorder,
+                             .tag_ub = INT32_MAX};
   assert_int_equal(strata_loopback_open(&lc, &k->lb), 0);
   memset(&k->opts, 0, sizeof k->opts);
   k->opts.mode = k->mode;
@@ -201,7 +206,8 @@ static void run_case(tcase *k) {
   k->opts.passes = k->passes;
   k->opts.staleness = k->s >= 0 ? k->s : -1;
   k->opts.wpc = k->wpc;
-  if (k->mode == STRATA_MODE_VAP) assert_int_equal(strata_mode_set(&k->opts, "value-bound", "0.5"), 0);
+  if (k->mode == STRATA_MODE_VAP)
+    assert_int_equal(strata_mode_set(&k->opts, "value-bound", "0.5"), 0);
   int s_given = k->mode == STRATA_MODE_SSP || k->mode == STRATA_MODE_ESSP;
   assert_int_equal(strata_engine_resolve(&k->opts, s_given, k->mode != STRATA_MODE_BSP, 0), 0);
   wctx ctx[MAXP];
@@ -238,16 +244,24 @@ static void test_table_modes(void **state) {
     int P, B, depth, s;
     double wpc;
   } cases[] = {
-      {STRATA_MODE_BSP, 2, 2, 4, 0, 1},   {STRATA_MODE_SSP, 3, 3, 3, 1, 1},
-      {STRATA_MODE_SSP, 2, 4, 4, 2, 0.5}, {STRATA_MODE_ESSP, 3, 3, 2, 1, 1},
+      {STRATA_MODE_BSP, 2, 2, 4, 0, 1},    {STRATA_MODE_SSP, 3, 3, 3, 1, 1},
+      {STRATA_MODE_SSP, 2, 4, 4, 2, 0.5},  {STRATA_MODE_ESSP, 3, 3, 2, 1, 1},
       {STRATA_MODE_ASYNC, 2, 2, 4, -1, 1}, {STRATA_MODE_VAP, 2, 3, 4, -1, 1},
       {STRATA_MODE_VAP, 3, 3, 2, -1, 0.5},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
     for (int reorder = 0; reorder < 2; reorder++) {
-      tcase k = {.mode = cases[i].mode, .P = cases[i].P, .B = cases[i].B,
-                 .depth = cases[i].depth, .passes = 3, .s = cases[i].s, .wpc = cases[i].wpc,
-                 .rows = 9, .max_delay = 3, .reorder = reorder, .seed = seed + i};
+      tcase k = {.mode = cases[i].mode,
+                 .P = cases[i].P,
+                 .B = cases[i].B,
+                 .depth = cases[i].depth,
+                 .passes = 3,
+                 .s = cases[i].s,
+                 .wpc = cases[i].wpc,
+                 .rows = 9,
+                 .max_delay = 3,
+                 .reorder = reorder,
+                 .seed = seed + i};
       run_case(&k);
     }
 }

@@ -116,8 +116,13 @@ static void *worker_main(void *p) {
   strata_transport t;
   int rc = strata_mode_set(&o, "value-bound", bound);
   if (rc) fail_worker(w, "settings", rc);
-  strata_table_conf conf = {.n_rows = sc->N, .row_len = (uint32_t)sc->P, .workers = sc->P,
-                            .me = w->me, .rank_base = 1, .tag = TAG, .mode = STRATA_MODE_VAP,
+  strata_table_conf conf = {.n_rows = sc->N,
+                            .row_len = (uint32_t)sc->P,
+                            .workers = sc->P,
+                            .me = w->me,
+                            .rank_base = 1,
+                            .tag = TAG,
+                            .mode = STRATA_MODE_VAP,
                             .settings = &o.mode_settings};
   if (!rc && (rc = strata_loopback_endpoint(w->lb, 1 + w->me, &t))) fail_worker(w, "endpoint", rc);
   if (!rc && (rc = strata_table_open(&t, &conf, init, &w->tb))) fail_worker(w, "open", rc);
@@ -189,8 +194,8 @@ static void run(scen *sc, worker *ws, int enforce) {
     setenv("STRATA_TEST_VAP_OFF", "1", 1);
   pthread_mutex_init(&sc->mu, NULL);
   memset(sc->released, 0, sizeof sc->released);
-  strata_loopback_conf lc = {.size = sc->P + 1, .seed = sc->seed, .max_delay = sc->max_delay,
-                             .reorder = sc->reorder};
+  strata_loopback_conf lc = {
+      .size = sc->P + 1, .seed = sc->seed, .max_delay = sc->max_delay, .reorder = sc->reorder};
   strata_loopback *lb;
   assert_int_equal(strata_loopback_open(&lc, &lb), 0);
   pthread_t th[MAXP];
@@ -214,9 +219,15 @@ static void test_reads_within_bound(void **state) {
   alarm(WATCHDOG_S);
   const double bounds[] = {0.5, 2.0};
   for (int k = 0; k < 4; k++) {
-    scen sc = {.P = 2 + k % 2, .C = 6, .steps = 20, .N = 5 + 3 * (uint32_t)k,
-               .bound = bounds[k % 2], .max_amount = 1.5 * bounds[k % 2], .max_delay = 3,
-               .reorder = 1, .seed = g_seed + (uint64_t)k};
+    scen sc = {.P = 2 + k % 2,
+               .C = 6,
+               .steps = 20,
+               .N = 5 + 3 * (uint32_t)k,
+               .bound = bounds[k % 2],
+               .max_amount = 1.5 * bounds[k % 2],
+               .max_delay = 3,
+               .reorder = 1,
+               .seed = g_seed + (uint64_t)k};
     worker ws[MAXP];
     run(&sc, ws, 1);
     long reads = 0;
@@ -243,8 +254,15 @@ static void test_reads_within_bound(void **state) {
 static void test_enforcement_off_is_caught(void **state) {
   (void)state;
   alarm(WATCHDOG_S);
-  scen sc = {.P = 3, .C = 4, .steps = 30, .N = 4, .bound = 0.5, .max_amount = 0.75,
-             .max_delay = 2, .reorder = 1, .seed = g_seed + 100};
+  scen sc = {.P = 3,
+             .C = 4,
+             .steps = 30,
+             .N = 4,
+             .bound = 0.5,
+             .max_amount = 0.75,
+             .max_delay = 2,
+             .reorder = 1,
+             .seed = g_seed + 100};
   worker ws[MAXP];
   run(&sc, ws, 0);
   long violations = 0;
@@ -269,8 +287,13 @@ static void test_needs_bound(void **state) {
   strata_transport t;
   assert_int_equal(strata_loopback_endpoint(lb, 1, &t), 0);
   float init[2] = {0};
-  strata_table_conf conf = {.n_rows = 2, .row_len = 1, .workers = 1, .me = 0, .rank_base = 1,
-                            .tag = TAG, .mode = STRATA_MODE_VAP};
+  strata_table_conf conf = {.n_rows = 2,
+                            .row_len = 1,
+                            .workers = 1,
+                            .me = 0,
+                            .rank_base = 1,
+                            .tag = TAG,
+                            .mode = STRATA_MODE_VAP};
   strata_table *tb = NULL;
   assert_int_equal(strata_table_open(&t, &conf, init, &tb), STRATA_EUSAGE);
   assert_null(tb);
