@@ -80,15 +80,15 @@ typedef struct strata_table_conf {
   int prefetch_period; /* clocks per iteration of the app (>= 1; 0 = 1): at
                           clock c the prefetcher replays the reads of clock
                           c - period, the same place one iteration back */
-  int snapshots;      /* 1: shards keep a pure snapshot, so that
-                         strata_table_snapshot_request works; each shard then
-                         holds a second copy of its rows and every batch
-                         stamped after its clock (at most s + 1 clocks of
-                         batches per worker under SSP; unbounded under async).
-                         A BSP table keeps that copy and those batches
-                         always (its reads are served from it), and each
-                         client keeps its own batches until the shard's
-                         clock passes them */
+  int snapshots;       /* 1: shards keep a pure snapshot, so that
+                          strata_table_snapshot_request works; each shard then
+                          holds a second copy of its rows and every batch
+                          stamped after its clock (at most s + 1 clocks of
+                          batches per worker under SSP; unbounded under async).
+                          A BSP table keeps that copy and those batches
+                          always (its reads are served from it), and each
+                          client keeps its own batches until the shard's
+                          clock passes them */
   int32_t start_clock; /* the clock every worker starts at (>= 0): init holds
                           every update stamped before it (0 for a new run; a
                           resumed run starts at its checkpoint's clock) */

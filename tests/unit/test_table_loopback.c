@@ -478,11 +478,11 @@ out:
 
 /* Runs one scenario: P threads, each a worker, on a fresh loopback. */
 static void run_scen(scen *sc, worker *ws) {
-  static const char *cons_name[] = {"SSP", "ESSP", "async"};
-  snprintf(g_running, sizeof g_running,
-           "mode %d, %s s=%d, P=%d, N=%u, C=%d from %d, prefetch %d, delay %d, reorder %d, seed %llu",
-           (int)sc->mode, cons_name[sc->cons], sc->s, sc->P, sc->N, sc->C, sc->start,
-           (int)sc->prefetch, sc->max_delay, sc->reorder, (unsigned long long)sc->seed);
+  snprintf(
+      g_running, sizeof g_running,
+      "mode %d, %s s=%d, P=%d, N=%u, C=%d from %d, prefetch %d, delay %d, reorder %d, seed %llu",
+      (int)sc->mode, strata_mode_name(sc->cons), sc->s, sc->P, sc->N, sc->C, sc->start,
+      (int)sc->prefetch, sc->max_delay, sc->reorder, (unsigned long long)sc->seed);
   scen_prepare(sc);
   strata_loopback_conf lc = {.size = sc->P + 1, .seed = sc->seed, .max_delay = sc->max_delay,
                              .reorder = sc->reorder};
@@ -944,9 +944,15 @@ static void bsp_script(int max_delay, int reorder, uint64_t seed) {
   float init[BSP_N * BSP_P] = {0};
   for (int x = 0; x < BSP_P; x++) {
     assert_int_equal(strata_loopback_endpoint(lb, 1 + x, &b.t[x]), 0);
-    strata_table_conf conf = {.n_rows = BSP_N, .row_len = BSP_P, .workers = BSP_P, .me = x,
-                              .rank_base = 1, .tag = TAG, .mode = STRATA_MODE_SSP,
-                              .staleness = 0, .prefetch = STRATA_PREFETCH_NONE};
+    strata_table_conf conf = {.n_rows = BSP_N,
+                              .row_len = BSP_P,
+                              .workers = BSP_P,
+                              .me = x,
+                              .rank_base = 1,
+                              .tag = TAG,
+                              .mode = STRATA_MODE_SSP,
+                              .staleness = 0,
+                              .prefetch = STRATA_PREFETCH_NONE};
     assert_int_equal(strata_table_open(&b.t[x], &conf, init, &b.tb[x]), 0);
   }
   for (int x = 0; x < BSP_P; x++) bsp_clock(&b, x, 0);
