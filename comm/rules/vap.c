@@ -151,12 +151,14 @@ static double bound_now(const vap *v, const strata_table *tb) {
   return v->set.decay ? V / sqrt(1.0 + (double)(tb->clock > 0 ? tb->clock : 0)) : V;
 }
 
-/* The row's in-transit bound if delta (NULL: none) joined it. */
+/* The row's in-transit bound if delta (NULL: none) joined it. The pending
+ * sum is added in float, as the oplog will hold it, so that the bound this
+ * checks is the one measured after the table takes the delta. */
 static double inflight(const strata_table *tb, const vap *v, uint32_t row, const float *delta) {
   const float *o = ps_oplog_row(&tb->log, row), *a = v->abs + (size_t)row * tb->L;
   double worst = 0;
   for (uint32_t j = 0; j < tb->L; j++) {
-    double x = (o ? (double)o[j] : 0) + (delta ? (double)delta[j] : 0);
+    float x = (o ? o[j] : 0.0f) + (delta ? delta[j] : 0.0f);
     double w = fabs(x) + (double)a[j];
     if (w > worst) worst = w;
   }
