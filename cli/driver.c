@@ -627,7 +627,15 @@ int strata__driver_main(const strata_app *app, const strata__driver *d, int argc
     char echo[512];
     strata__mode_echo(echo, sizeof echo, &co.eng);
     if (echo[0]) fprintf(stderr, "  %s\n", echo);
-    strata_options_echo(stderr, "  ", groups, ng);
+    /* The engine's options, the run's mode's own (if any) and the app's. */
+    strata_optgroup shown[3];
+    int ns = 0;
+    shown[ns++] = groups[0];
+    for (int g = 0; g < et.n_mode_groups; g++)
+      if (strata_mode_options(et.group_mode[g]) == strata_mode_options(co.eng.mode))
+        shown[ns++] = groups[1 + g];
+    shown[ns++] = groups[ng - 1];
+    strata_options_echo(stderr, "  ", shown, ns);
   }
   rc = strata_engine_run(app, cfg, &co.eng, serial ? NULL : &t, &result);
   if (rc == 0 && t.rank == 0) {
