@@ -141,7 +141,11 @@ EOF
 import json, re, sys
 sc = json.load(open(sys.argv[1])); final = json.load(open(sys.argv[2]))
 docs = open(sys.argv[3]).read()
-assert sc["scrapes"] >= 5, f"only {sc['scrapes']} scrapes"
+# At 10 scrapes a second a quiet machine makes about 20 during the passes; a
+# loaded one may start the scraper late, so the count asked is what the
+# checks need: one scrape while the passes run, one once they are over.
+assert sc["scrapes"] >= 2, f"only {sc['scrapes']} scrapes"
+assert 'phase="running"' in sc["phases"], sc["phases"]
 assert sc["phases"][-1] == 'phase="finished"', sc["phases"]
 st = sc["status"]
 assert st is not None, "no /status.json in the linger"
