@@ -9,9 +9,9 @@
 # convergence against training time, traffic, the workers' wait and VAP's
 # in-transit figures, with plots.
 #
-# MF runs plain SGD (--update sgd --lr 0.02): VAP bounds every float of a
-# row, and AdaGrad's sums of squared gradients in mf's rows change by far
-# more than a useful bound in the first passes. LDA's bounds are counts
+# MF runs plain SGD (--update sgd --lr 0.02), the algorithm these tables
+# compare the modes on (VAP bounds mf's factors and biases only, so
+# AdaGrad, mf's default, runs under it too). LDA's bounds are counts
 # (whole pieces: bounds >= 1).
 #
 # Usage: bench/vap.sh [REPEATS=3] [OUTDIR=out/bench/vap]

@@ -146,6 +146,8 @@ typedef struct setup_header {
   block_desc global; /* len 0: no global block; else TAG_GLOBAL follows the bundle */
   uint64_t rounds_per_pass; /* > 0: a round run (strata/round.h) */
   uint64_t bell_id; /* != 0: every rank's doorbell (comm/bell.h) is named by it */
+  uint32_t value_len; /* strata_problem.value_len */
+  uint32_t pad;
 } setup_header;
 
 typedef struct pass_report {

@@ -772,9 +772,9 @@ void strata_table_free(strata_table *tb) {
 int strata__table_open_rule(strata_transport *t, const strata_table_conf *conf,
                             const strata__table_rule *rule, const float *init, strata_table **out) {
   *out = NULL;
-  if (!conf->n_rows || !conf->row_len || conf->workers < 1 || conf->me < 0 ||
-      conf->me >= conf->workers || conf->staleness < 0 || conf->tag < 0 || conf->start_clock < 0 ||
-      !t || !t->poll)
+  if (!conf->n_rows || !conf->row_len || conf->value_len > conf->row_len || conf->workers < 1 ||
+      conf->me < 0 || conf->me >= conf->workers || conf->staleness < 0 || conf->tag < 0 ||
+      conf->start_clock < 0 || !t || !t->poll)
     return strata_err_set(STRATA_EINVAL, "table: invalid configuration (%u rows of %u, worker %d of %d, staleness %d)",
                           conf->n_rows, conf->row_len, conf->me, conf->workers, conf->staleness);
   if (conf->rank_base < 0 || conf->rank_base + conf->workers > t->size || conf->tag >= t->tag_ub)

@@ -118,6 +118,7 @@ int strata__serial_run(const strata__run *run, strata_run_result *result) {
   w.res = p->resident;
   w.rot = p->rotating;
   w.global = p->global.len ? &p->global : NULL;
+  w.value_len = p->value_len;
   if (p->rounds_per_pass) {
     /* The coordinator sums every pass before the next one's first round. */
     agg.lag = 1;

@@ -597,6 +597,7 @@ static int run_coordinator(coord *c, strata_transport *t) {
   h.global = (block_desc){p->global.len, p->global.nrows, p->global.row_bytes};
   h.rounds_per_pass = p->rounds_per_pass;
   h.bell_id = bell_id;
+  h.value_len = p->value_len;
   size_t nd = (size_t)p->n_data, ndesc = nd * (h.has_eval ? 2 : 1) + (size_t)p->n_resident +
                                          (size_t)p->n_rotating;
   desc = strata_malloc(ndesc * sizeof *desc);

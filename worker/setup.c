@@ -214,6 +214,7 @@ static int receive_setup(strata__worker *w, setup_header *h) {
   if ((rc = recv_idle(t, sched, h->sched_len, TAG_SCHED))) goto fail;
   if ((rc = strata_schedule_unpack(&w->sched, sched, h->sched_len))) goto fail;
   int nd = h->n_data, nr = h->n_resident, nt = h->n_rotating;
+  w->value_len = h->value_len;
   size_t ndesc = (size_t)nd * (h->has_eval ? 2 : 1) + (size_t)nr + (size_t)nt;
   if (!(desc = strata_malloc(ndesc * sizeof *desc))) goto oom;
   if ((rc = recv_idle(t, desc, ndesc * sizeof *desc, TAG_DESC))) goto fail;

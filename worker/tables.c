@@ -448,6 +448,7 @@ static int open_table(psw *p) {
   strata_table_conf conf = {
       .n_rows = rows,
       .row_len = p->L,
+      .value_len = w->value_len,
       .workers = w->sched.n_workers,
       .me = w->me,
       .rank_base = 1,
@@ -710,6 +711,11 @@ static int tables_check(const strata_engine_opts *o, const strata_app *app,
                           "%s: --mode %s keeps the global rows in the table: they need the rotating "
                           "rows' size (%u bytes, not %u)",
                           app->name, mode, rb, p->global.row_bytes);
+  if (p->value_len > rb / sizeof(float))
+    return strata_err_set(STRATA_EINVAL,
+                          "%s: value_len %u is more than the %u floats of a table row (%s: "
+                          "strata/problem.h)",
+                          app->name, p->value_len, rb / (uint32_t)sizeof(float), mode);
   int K = strata__clocks_per_pass(o->wpc);
   for (int w = 0; w < sched->n_workers && K; w++) {
     long chunks = 0;

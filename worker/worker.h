@@ -29,6 +29,7 @@ typedef struct strata__worker {
   int has_eval;
   strata_block *data, *eval, *res, *rot; /* indexed by block id */
   strata_block *global; /* NULL, or the worker's copy of the global block */
+  uint32_t value_len;   /* strata_problem.value_len */
   /* called with each pass's report, in pass order (serial: the aggregator) */
   int (*report)(void *ud, const pass_report *rep);
   void *report_ud;

@@ -550,6 +550,9 @@ static int mf_load(const void *vcfg, const strata_setup *setup, strata_problem *
   if ((rc = build_data_blocks(&train, pv, B, setup->depth, usz, isz, prob))) goto fail;
   if (test.n && (rc = build_eval_blocks(&test, pv, B, meta->mu, prob, meta))) goto fail;
   if ((rc = build_params(cfg, setup, pv, B, usz, isz, stride, prob))) goto fail;
+  /* The model's values are the factors and the bias; AdaGrad's sums of
+   * squared gradients after them are the optimiser's state. */
+  prob->value_len = (uint32_t)kpad + 1;
   if (B <= 8)
     for (int bi = 0; bi < B; bi++) {
       char line[256];

@@ -20,6 +20,14 @@
  * row, it misses at most V of any other worker's released updates to it, in
  * every component.
  *
+ * Model values only. The bound covers the first value_len floats of a row
+ * (strata_table_conf.value_len; 0: all of them), the model's values; the
+ * rest is an optimiser's state (mf's AdaGrad sums of squared gradients),
+ * whose deltas may be far larger than any useful V and would otherwise be
+ * cut into hundreds of round trips. Those floats ride in the same messages
+ * as the values, neither bounded nor measured: a split delta's state part
+ * goes whole with its first piece.
+ *
  * Seen by all. A worker's first read of a row subscribes it at the row's
  * shard (and waits for the row); the shard then pushes the row to each
  * subscriber, other than the writer, after every batch that changes it, and
@@ -90,7 +98,7 @@ typedef struct sent {
   int X;
   uint32_t seq, n;
   uint32_t *rows;
-  float *abs; /* |delta| of each row */
+  float *abs; /* |delta| of each row's values */
 } sent;
 
 /* A batch a shard applied, waiting for its readers' acknowledgements. */
@@ -110,7 +118,8 @@ typedef struct vap {
   vap_settings set;
   int enforce;
   /* client */
-  float *abs;      /* n_rows * L: per component, sum of |delta| of sent batches not seen by all */
+  uint32_t Lv;     /* the bounded floats of a row: its first Lv (the model's values) */
+  float *abs;      /* n_rows * Lv: per value, sum of |delta| of sent batches not seen by all */
   uint32_t *n_abs; /* per row: such batches */
   sent *sent;
   int n_sent;
@@ -155,9 +164,9 @@ static double bound_now(const vap *v, const strata_table *tb) {
  * sum is added in float, as the oplog will hold it, so that the bound this
  * checks is the one measured after the table takes the delta. */
 static double inflight(const strata_table *tb, const vap *v, uint32_t row, const float *delta) {
-  const float *o = ps_oplog_row(&tb->log, row), *a = v->abs + (size_t)row * tb->L;
+  const float *o = ps_oplog_row(&tb->log, row), *a = v->abs + (size_t)row * v->Lv;
   double worst = 0;
-  for (uint32_t j = 0; j < tb->L; j++) {
+  for (uint32_t j = 0; j < v->Lv; j++) {
     float x = (o ? o[j] : 0.0f) + (delta ? delta[j] : 0.0f);
     double w = fabs(x) + (double)a[j];
     if (w > worst) worst = w;
@@ -175,8 +184,9 @@ typedef struct room_ctx {
 /* Whether delta fits beside what the row has sent and not seen by all. */
 static int has_room(strata_table *tb, void *ctx) {
   room_ctx *r = ctx;
-  const float *a = r->v->abs + (size_t)r->row * tb->L;
-  for (uint32_t j = 0; j < tb->L; j++)
+  const float *a = r->v->abs + (size_t)r->row * r->v->Lv;
+  (void)tb;
+  for (uint32_t j = 0; j < r->v->Lv; j++)
     if (fabs((double)r->delta[j]) + (double)a[j] > r->V) return 0;
   return 1;
 }
@@ -210,7 +220,7 @@ static void measure(strata_table *tb, vap *v, uint32_t row, double V) {
 static int vap_before_inc(strata_table *tb, uint32_t row, const float *delta, int *taken) {
   vap *v = tb->rule_state;
   double V = bound_now(v, tb), dmax = 0;
-  for (uint32_t j = 0; j < tb->L; j++)
+  for (uint32_t j = 0; j < v->Lv; j++)
     if (!(fabs((double)delta[j]) <= dmax)) dmax = fabs((double)delta[j]);
   *taken = 1;
   int rc = 0;
@@ -238,15 +248,19 @@ static int vap_before_inc(strata_table *tb, uint32_t row, const float *delta, in
   /* Too large on its own: k pieces of at most V, each seen by all before
    * the next goes. A delta of whole numbers (counts, as LDA's) goes in
    * whole pieces that add up to it exactly, so that no reader sees a
-   * fraction of a count; that needs V >= 1. */
+   * fraction of a count; that needs V >= 1. The optimiser's state goes
+   * whole with the first piece. */
   int whole = V >= 1;
-  for (uint32_t j = 0; j < tb->L && whole; j++) whole = delta[j] == rintf(delta[j]);
+  for (uint32_t j = 0; j < v->Lv && whole; j++) whole = delta[j] == rintf(delta[j]);
+  for (uint32_t j = v->Lv; j < tb->L; j++) v->piece[j] = delta[j];
   double k = ceil(dmax / (whole ? floor(V) : V));
   s = get_stats(tb);
   s.splits++;
   put_stats(tb, &s);
   for (double i = 0; i < k && !rc; i++) {
-    for (uint32_t j = 0; j < tb->L; j++) {
+    if (i == 1)
+      for (uint32_t j = v->Lv; j < tb->L; j++) v->piece[j] = 0.0f;
+    for (uint32_t j = 0; j < v->Lv; j++) {
       if (!whole) {
         v->piece[j] = (float)((double)delta[j] / k);
         continue;
@@ -276,7 +290,7 @@ static void vap_batch_sent(strata_table *tb, int X, const void *msg) {
   if (!h->nrows) return;
   sent *e = strata_grow(v->sent, (size_t)v->n_sent + 1, &v->cap_sent, SIZE_MAX, sizeof *e);
   uint32_t *rows = strata_malloc(h->nrows * sizeof *rows);
-  float *abs = strata_malloc((size_t)h->nrows * tb->L * sizeof *abs);
+  float *abs = strata_malloc((size_t)h->nrows * v->Lv * sizeof *abs);
   if (e) v->sent = e;
   if (!e || !rows || !abs) {
     strata_free(rows);
@@ -288,10 +302,10 @@ static void vap_batch_sent(strata_table *tb, int X, const void *msg) {
   const float *d = ps_msg_vals((void *)msg);
   for (uint32_t i = 0; i < h->nrows; i++) {
     rows[i] = r[i];
-    float *a = v->abs + (size_t)r[i] * tb->L;
-    for (uint32_t j = 0; j < tb->L; j++) {
-      abs[(size_t)i * tb->L + j] = fabsf(d[(size_t)i * tb->L + j]);
-      a[j] += abs[(size_t)i * tb->L + j];
+    float *a = v->abs + (size_t)r[i] * v->Lv;
+    for (uint32_t j = 0; j < v->Lv; j++) {
+      abs[(size_t)i * v->Lv + j] = fabsf(d[(size_t)i * tb->L + j]);
+      a[j] += abs[(size_t)i * v->Lv + j];
     }
     v->n_abs[r[i]]++;
   }
@@ -308,11 +322,11 @@ static int seen(strata_table *tb, int X, uint32_t seq) {
                           seq);
   sent e = v->sent[i];
   for (uint32_t k = 0; k < e.n; k++) {
-    float *a = v->abs + (size_t)e.rows[k] * tb->L;
+    float *a = v->abs + (size_t)e.rows[k] * v->Lv;
     /* The last one out leaves an exact zero, whatever the rounding. */
     int last = --v->n_abs[e.rows[k]] == 0;
-    for (uint32_t j = 0; j < tb->L; j++) {
-      a[j] = last ? 0.0f : a[j] - e.abs[(size_t)k * tb->L + j];
+    for (uint32_t j = 0; j < v->Lv; j++) {
+      a[j] = last ? 0.0f : a[j] - e.abs[(size_t)k * v->Lv + j];
       if (a[j] < 0) a[j] = 0;
     }
   }
@@ -498,7 +512,8 @@ static int vap_open(strata_table *tb) {
   const char *off = getenv("STRATA_TEST_VAP_OFF");
   v->enforce = !(off && off[0] == '1');
   size_t n = tb->c.n_rows, nl = tb->n_local ? tb->n_local : 1;
-  v->abs = strata_calloc(n * tb->L, sizeof *v->abs);
+  v->Lv = tb->c.value_len ? tb->c.value_len : tb->L;
+  v->abs = strata_calloc(n * v->Lv, sizeof *v->abs);
   v->n_abs = strata_calloc(n, sizeof *v->n_abs);
   v->taken = strata_calloc((size_t)tb->P, sizeof *v->taken);
   v->piece = strata_malloc(tb->L * sizeof *v->piece);

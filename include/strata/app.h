@@ -80,6 +80,11 @@
  *              summary (strata/main.h) may read it as r->problem.priv.
  *     prob->coord  a round app's coordinator block: bytes schedule_round
  *              and pull own and change, kept by checkpoints.
+ *     prob->value_len  in the parameter-server modes: the first value_len
+ *              floats of every rotating and global row are model values,
+ *              the rest optimiser state (0 = all); load sets it, and the
+ *              table's rule bounds values in transit over those floats
+ *              only (strata/problem.h).
  *     task view    tv and the blocks it points to are the engine's,
  *              valid during the call: data is read-only; compute may
  *              change its resident block, rows [row_lo, row_hi) of its

@@ -38,6 +38,14 @@ typedef struct strata_problem {
   strata_block *resident; /* n_resident entries, initial values */
   strata_block *rotating; /* n_rotating entries, initial values */
   strata_block global;    /* len 0: none; else nrows rows of row_bytes, floats */
+  /* Parameter-server modes, where the rotating and global rows are rows of
+   * one table: the first value_len floats of every such row are model
+   * values, the rest an optimiser's state that rides with them (AdaGrad's
+   * sums of squared gradients); 0: every float is a model value. A rule that
+   * bounds the values in transit (strata/modes.h) bounds those floats only,
+   * and the other floats travel in the same messages, unbounded; every other
+   * rule, and every other mode, ignores it. At most the floats of a row. */
+  uint32_t value_len;
   uint64_t n_examples;    /* training examples processed per pass */
   /* Round apps (strata/round.h; app->round): the rounds that make one pass,
    * which makes this run a round run (0: the app's schedule and compute run

@@ -67,6 +67,13 @@ typedef enum strata_prefetch {
 typedef struct strata_table_conf {
   uint32_t n_rows;
   uint32_t row_len;   /* floats per row, >= 1 */
+  uint32_t value_len; /* the first value_len floats of every row are model
+                         values, the rest an optimiser's state that travels
+                         with them (0 = all; at most row_len): a rule that
+                         bounds the values in transit (strata/modes.h)
+                         bounds these floats only, and the others ride in
+                         the same messages, unbounded; every other rule
+                         ignores it */
   int workers;        /* P */
   int me;             /* 0..P-1 */
   int rank_base;      /* MPI rank of worker w is rank_base + w */

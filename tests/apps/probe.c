@@ -9,9 +9,10 @@
  *     one nobody touches stays at its identity without ending the run.
  *
  * The problem: B x B diagonal strata (B = --strata), rotating block j of
- * 1 + 3j float rows [j, k, count, 0], so that with --depth above a block's
+ * 1 + 3j float rows [W0..W3, j, k, count, 0] (the worker columns W below,
+ * then the row's identity and count), so that with --depth above a block's
  * rows some of its chunks are empty; a global row [calls, empty calls, 0,
- * 0]; an eval block on every diagonal data block. compute adds 1 to the
+ * ...]; an eval block on every diagonal data block. compute adds 1 to the
  * count of every row of its chunk and to the global row, checks its task
  * view against the schedule and the clock rule, and appends the view to a
  * trace kept in the task's resident block, which the engine returns to
@@ -37,6 +38,10 @@
  * V (the rule's promise), or with --expect-vap-violations when none does
  * (the enforcement switched off in a test: STRATA_TEST_VAP_OFF=1). Every
  * rank must be on one host: the calls' times are CLOCK_MONOTONIC.
+ * --value-len 4 declares only the worker columns model values
+ * (strata_problem.value_len), the rest of the row optimiser state: the
+ * count column's +1 then rides unbounded, and the model's counts check that
+ * it arrives whole.
  */
 #include <errno.h>
 #include <math.h>
@@ -60,6 +65,7 @@ typedef struct probe_config {
   double expect_wpc;    /* < 0: not checked */
   double value_bound;   /* > 0: check every read against it */
   int expect_violations; /* 1: the value-bound check must find reads beyond it */
+  int value_len;         /* strata_problem.value_len */
   const char *fault;    /* "none" or "clock" */
 } probe_config;
 
@@ -126,7 +132,7 @@ typedef struct pr_data_hdr {
   int32_t bi, bj;
 } pr_data_hdr;
 
-enum { ROW_BLOCK, ROW_INDEX, ROW_COUNT, ROW_PAD, ROW_W0, ROW_FLOATS = ROW_W0 + VAP_COLS };
+enum { ROW_W0, ROW_BLOCK = ROW_W0 + VAP_COLS, ROW_INDEX, ROW_COUNT, ROW_PAD, ROW_FLOATS };
 enum { G_CALLS, G_EMPTY };
 
 /* Coordinator only: every pass's partials, for export. */
@@ -215,6 +221,14 @@ static const strata_option probe_options[] = {
      .offset = OPT(expect_violations),
      .help = "with --expect-value-bound: the check must find reads beyond it (the enforcement "
              "switched off)"},
+    {.name = "value-len",
+     .type = STRATA_OPT_INT,
+     .offset = OPT(value_len),
+     .def = "0",
+     .metavar = "N",
+     .max = ROW_FLOATS,
+     .help = "the first N floats of a row are model values, the rest optimiser state "
+             "(strata_problem.value_len; 4: the worker columns; 0: all)"},
     {.name = "fault",
      .type = STRATA_OPT_CHOICE,
      .offset = OPT(fault),
@@ -263,7 +277,7 @@ static int alloc_block(strata_block *b, size_t len) {
 }
 
 static int probe_load(const void *vcfg, const strata_setup *setup, strata_problem *prob) {
-  (void)vcfg;
+  const probe_config *cfg = vcfg;
   int B = setup->strata, depth = setup->depth, rc;
   int32_t cap = setup->passes * B * depth; /* calls per resident block: B tasks a pass */
   pr_priv *pv = strata_calloc(1, sizeof *pv);
@@ -301,6 +315,7 @@ static int probe_load(const void *vcfg, const strata_setup *setup, strata_proble
   prob->global.row_bytes = ROW_FLOATS * sizeof(float);
   if (alloc_block(&prob->global, ROW_FLOATS * sizeof(float))) goto oom;
   prob->n_examples = (uint64_t)B * (uint64_t)B * (uint64_t)depth;
+  prob->value_len = (uint32_t)cfg->value_len;
   prob->priv = pv;
   prob->priv_free = priv_free;
   return 0;

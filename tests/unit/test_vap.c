@@ -11,7 +11,10 @@
  * their own, so deltas are split too. With the enforcement switched off
  * (STRATA_TEST_VAP_OFF=1, read when a table opens) the same check must find
  * reads beyond the bound. A last read with staleness 0 sees every total
- * exactly, and every table closes cleanly.
+ * exactly, and every table closes cleanly. Rows with optimiser state
+ * (strata_table_conf.value_len below row_len): every add also adds far
+ * more than the bound to the state floats, which the rule neither bounds
+ * nor splits, and their totals come out exact.
  *
  * The randomised tests print their seed; STRATA_TEST_SEED=X replays it (the
  * same draws; thread timing still varies). A watchdog fails a test that
@@ -39,7 +42,7 @@
 #include "strata/table.h"
 #include "strata/transport.h"
 
-enum { WATCHDOG_S = 60, TAG = 10, MAXP = 4, MAXN = 16 };
+enum { WATCHDOG_S = 60, TAG = 10, MAXP = 4, MAXN = 16, MAXS = 2 };
 
 static uint64_t g_seed;
 
@@ -57,9 +60,12 @@ typedef struct scen {
   double bound, max_amount;
   int max_delay, reorder;
   uint64_t seed;
+  int state;           /* optimiser state floats after the P values (<= MAXS) */
+  double state_amount; /* added to each of them by every inc */
   /* shared: released[w][r], worker w's total on row r once its inc returned */
   pthread_mutex_t mu;
   double released[MAXP][MAXN];
+  double state_total[MAXN]; /* every worker's state adds to row r */
 } scen;
 
 typedef struct worker {
@@ -89,7 +95,7 @@ static int read_row(worker *w, uint32_t r) {
   pthread_mutex_lock(&sc->mu);
   for (int q = 0; q < sc->P; q++) before[q] = sc->released[q][r];
   pthread_mutex_unlock(&sc->mu);
-  float v[MAXP];
+  float v[MAXP + MAXS];
   int rc = strata_table_get(w->tb, r, -1, v);
   if (rc) return rc;
   for (int q = 0; q < sc->P; q++) {
@@ -112,12 +118,13 @@ static void *worker_main(void *p) {
   o.mode = STRATA_MODE_VAP;
   char bound[64];
   snprintf(bound, sizeof bound, "%.17g", sc->bound);
-  float init[MAXN * MAXP] = {0};
+  float init[MAXN * (MAXP + MAXS)] = {0};
   strata_transport t;
   int rc = strata_mode_set(&o, "value-bound", bound);
   if (rc) fail_worker(w, "settings", rc);
   strata_table_conf conf = {.n_rows = sc->N,
-                            .row_len = (uint32_t)sc->P,
+                            .row_len = (uint32_t)(sc->P + sc->state),
+                            .value_len = sc->state ? (uint32_t)sc->P : 0,
                             .workers = sc->P,
                             .me = w->me,
                             .rank_base = 1,
@@ -126,7 +133,8 @@ static void *worker_main(void *p) {
                             .settings = &o.mode_settings};
   if (!rc && (rc = strata_loopback_endpoint(w->lb, 1 + w->me, &t))) fail_worker(w, "endpoint", rc);
   if (!rc && (rc = strata_table_open(&t, &conf, init, &w->tb))) fail_worker(w, "open", rc);
-  float delta[MAXP] = {0};
+  float delta[MAXP + MAXS] = {0};
+  for (int j = 0; j < sc->state; j++) delta[sc->P + j] = (float)sc->state_amount;
   for (int c = 0; c < sc->C && !rc; c++) {
     for (int k = 0; k < sc->steps && !rc; k++) {
       uint32_t r = (uint32_t)strata_rng_below(&w->rng, sc->N);
@@ -143,6 +151,7 @@ static void *worker_main(void *p) {
       }
       pthread_mutex_lock(&sc->mu);
       sc->released[w->me][r] += (double)delta[w->me];
+      sc->state_total[r] += sc->state_amount;
       pthread_mutex_unlock(&sc->mu);
       if (strata_rng_below(&w->rng, 4) == 0) rc = strata_table_serve(w->tb);
     }
@@ -151,7 +160,7 @@ static void *worker_main(void *p) {
   /* Every worker has ended its last clock: a read with staleness 0 sees
    * every worker's total. */
   for (uint32_t r = 0; r < sc->N && !rc; r++) {
-    float v[MAXP];
+    float v[MAXP + MAXS];
     if ((rc = strata_table_get(w->tb, r, 0, v))) {
       fail_worker(w, "final get", rc);
       break;
@@ -161,6 +170,11 @@ static void *worker_main(void *p) {
       if (fabs((double)v[q] - sc->released[q][r]) > 1e-3 * (1 + sc->released[q][r]) && !w->bad++)
         snprintf(w->msg, sizeof w->msg, "worker %d: row %u: worker %d's total %g, read %g", w->me,
                  r, q, sc->released[q][r], (double)v[q]);
+    for (int j = 0; j < sc->state; j++)
+      if (fabs((double)v[sc->P + j] - sc->state_total[r]) > 1e-3 * (1 + sc->state_total[r]) &&
+          !w->bad++)
+        snprintf(w->msg, sizeof w->msg, "worker %d: row %u: state float %d's total %g, read %g",
+                 w->me, r, j, sc->state_total[r], (double)v[sc->P + j]);
     pthread_mutex_unlock(&sc->mu);
   }
   if (w->tb && rc) {
@@ -194,6 +208,7 @@ static void run(scen *sc, worker *ws, int enforce) {
     setenv("STRATA_TEST_VAP_OFF", "1", 1);
   pthread_mutex_init(&sc->mu, NULL);
   memset(sc->released, 0, sizeof sc->released);
+  memset(sc->state_total, 0, sizeof sc->state_total);
   strata_loopback_conf lc = {
       .size = sc->P + 1, .seed = sc->seed, .max_delay = sc->max_delay, .reorder = sc->reorder};
   strata_loopback *lb;
@@ -278,6 +293,46 @@ static void test_enforcement_off_is_caught(void **state) {
   alarm(0);
 }
 
+/* The state floats after value_len ride unbounded: with values that fit
+ * the bound on their own nothing is split, however large the state's
+ * deltas; with larger values the pieces carry the state whole. Reads stay
+ * within the bound and every total comes out exact. */
+static void test_state_rides_unbounded(void **state) {
+  (void)state;
+  alarm(WATCHDOG_S);
+  for (int k = 0; k < 2; k++) {
+    scen sc = {.P = 2 + k,
+               .C = 4,
+               .steps = 20,
+               .N = 6,
+               .bound = 0.5,
+               .max_amount = k ? 0.75 : 0.45,
+               .max_delay = 3,
+               .reorder = 1,
+               .seed = g_seed + 200 + (uint64_t)k,
+               .state = k ? 2 : 1,
+               .state_amount = 40};
+    worker ws[MAXP];
+    run(&sc, ws, 1);
+    uint64_t splits = 0;
+    for (int i = 0; i < sc.P; i++) {
+      if (ws[i].violations)
+        fail_msg("seed %llu: worker %d: %ld of %ld reads missed more than %g (up to %g)",
+                 (unsigned long long)sc.seed, i, ws[i].violations, ws[i].reads, sc.bound,
+                 ws[i].most_missed);
+      assert_true(rule_stat(&ws[i].st, 1) <= sc.bound * (1 + 1e-6));
+      splits += rule_count(&ws[i].st, 2);
+    }
+    print_message("P=%d, %d state floats (+%g an add): %llu deltas split\n", sc.P, sc.state,
+                  sc.state_amount, (unsigned long long)splits);
+    if (k)
+      assert_true(splits > 0);
+    else
+      assert_true(splits == 0);
+  }
+  alarm(0);
+}
+
 /* A table refuses vap without a bound. */
 static void test_needs_bound(void **state) {
   (void)state;
@@ -311,6 +366,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_reads_within_bound, setup, teardown),
       cmocka_unit_test_setup_teardown(test_enforcement_off_is_caught, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_state_rides_unbounded, setup, teardown),
       cmocka_unit_test_setup_teardown(test_needs_bound, setup, teardown),
   };
   return cmocka_run_group_tests_name("vap", tests, NULL, NULL);
