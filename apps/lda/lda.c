@@ -519,10 +519,24 @@ static int lda_schedule(const void *cfg, const strata_setup *setup, const strata
   return strata_schedule_diagonal(sched, setup->workers, setup->strata);
 }
 
+/* A small weight per topic for the count checksums: sums of count x weight
+ * stay far below 2^53 (and 2^63), so they are exact in double and in
+ * int64_t, and cancel exactly. */
+static int64_t topic_weight(uint32_t k) { return 1 + (k * 2654435761u >> 7) % 1021; }
+
+/* Entries of the objective's lgamma tables (lda_worker). */
+#define LG_TABLE 65536u
+
 typedef struct lda_worker {
   lda_meta meta;
   uint32_t *woff, *wcount; /* see lda_meta */
-  int32_t *recount;        /* K: a document's topics recounted from z */
+  int32_t *recount;        /* K: a document's topics recounted from z (zero between uses) */
+  int64_t *tweight;        /* K: topic_weight */
+  /* lgamma(n + alpha) - lgamma(alpha) and the same in beta for whole n
+   * below n_lg: the objective's terms for counts, looked up rather than
+   * computed (the same values: each entry is that expression) */
+  double *lg_alpha, *lg_beta;
+  uint32_t n_lg;
   strata_lda_sampler *sampler;
   strata_lda_warp *warp;
   uint64_t *doc_off; /* warp: first slot of each document of resident block doc_off_of */
@@ -539,6 +553,9 @@ static void lda_worker_free(void *state) {
   strata_free(w->doc_off);
   strata_free(w->woff);
   strata_free(w->recount);
+  strata_free(w->tweight);
+  strata_free(w->lg_alpha);
+  strata_free(w->lg_beta);
   strata_free(w);
 }
 
@@ -554,11 +571,24 @@ static int lda_worker_init(const void *vcfg, const strata_setup *setup, const vo
   memcpy(&w->meta, m, sizeof w->meta);
   size_t nw = (size_t)m->B + 1 + m->V;
   w->woff = strata_malloc(nw * sizeof(uint32_t));
-  w->recount = strata_malloc((size_t)m->K * sizeof(int32_t));
+  w->recount = strata_calloc(m->K, sizeof(int32_t));
+  w->tweight = strata_malloc((size_t)m->K * sizeof *w->tweight);
+  /* Counts are at most the corpus's tokens; past 2^16 lgamma is called. */
+  w->n_lg = m->n_tokens < LG_TABLE ? (uint32_t)m->n_tokens + 1 : LG_TABLE;
+  w->lg_alpha = strata_malloc((size_t)w->n_lg * sizeof *w->lg_alpha);
+  w->lg_beta = strata_malloc((size_t)w->n_lg * sizeof *w->lg_beta);
   int rc = 0;
-  if (!w->woff || !w->recount) {
+  if (!w->woff || !w->recount || !w->tweight || !w->lg_alpha || !w->lg_beta) {
     rc = strata_err_set(STRATA_ENOMEM, "lda: out of memory");
     goto fail;
+  }
+  for (uint32_t k = 0; k < m->K; k++) w->tweight[k] = topic_weight(k);
+  {
+    const double la = lgamma(m->alpha), lb = lgamma(m->beta);
+    for (uint32_t n = 0; n < w->n_lg; n++) {
+      w->lg_alpha[n] = n ? lgamma(n + m->alpha) - la : 0;
+      w->lg_beta[n] = n ? lgamma(n + m->beta) - lb : 0;
+    }
   }
   memcpy(w->woff, meta_woff(m), nw * sizeof(uint32_t));
   w->wcount = w->woff + m->B + 1;
@@ -618,9 +648,6 @@ static int lda_compute(void *state, const strata_task_view *tv, double *partials
   return 0;
 }
 
-/* A small weight per topic for the count checksums: sums of count x weight
- * stay far below 2^53, so they are exact in double and cancel exactly. */
-static double topic_weight(uint32_t k) { return (double)(1 + (k * 2654435761u >> 7) % 1021); }
 
 /*
  * The joint log-likelihood log p(w, z) (Griffiths & Steyvers), as sums over
@@ -645,59 +672,110 @@ static int lda_block_objective(void *state, int pass, strata_block_kind kind, in
   lda_worker *w = state;
   uint32_t K = w->meta.K;
   double alpha = w->meta.alpha, beta = w->meta.beta, V = w->meta.V;
-  double s = 0, err = 0, chk = 0;
+  const uint32_t n_lg = w->n_lg;
+  const int64_t *tw = w->tweight;
+  double s = 0, err = 0;
+  int64_t chk = 0;
   if (kind == STRATA_BLOCK_RESIDENT) {
     lda_res r = res_view(b->buf);
+    const double *lg = w->lg_alpha;
     double la = lgamma(alpha), lka = lgamma(K * alpha);
+    int32_t *rc = w->recount;
     uint64_t slot = 0;
     for (uint32_t d = 0; d < r.h->n_docs; d++) {
       const int32_t *row = r.ndk + (size_t)d * K;
-      memset(w->recount, 0, (size_t)K * sizeof *w->recount);
+      const uint64_t s0 = slot;
       for (uint32_t t = 0; t < r.len[d] && slot < r.h->n_tokens; t++, slot++)
-        if (r.z[slot] < K) w->recount[r.z[slot]]++;
-      for (uint32_t k = 0; k < K; k++) {
-        err += row[k] != w->recount[k];
-        if (row[k] > 0) s += lgamma(row[k] + alpha) - la;
-        chk += row[k] * topic_weight(k);
+        if (r.z[slot] < K) rc[r.z[slot]]++;
+      if (memcmp(row, rc, (size_t)K * sizeof *row) == 0) {
+        /* The row is its tokens' topics recounted: its nonzero counts are
+         * the topics of its slots, each taken once (clearing rc). */
+        for (uint64_t t = s0; t < slot; t++) {
+          const uint32_t k = r.z[t];
+          if (k >= K || rc[k] == 0) continue;
+          rc[k] = 0;
+          chk += (int64_t)row[k] * tw[k];
+          s += (uint32_t)row[k] < n_lg ? lg[row[k]] : lgamma(row[k] + alpha) - la;
+        }
+      } else {
+        for (uint32_t k = 0; k < K; k++) {
+          err += row[k] != rc[k];
+          chk += (int64_t)row[k] * tw[k];
+          if (row[k] > 0) s += (uint32_t)row[k] < n_lg ? lg[row[k]] : lgamma(row[k] + alpha) - la;
+        }
+        memset(rc, 0, (size_t)K * sizeof *rc);
       }
       s += lka - lgamma(r.len[d] + K * alpha);
     }
     err += slot != r.h->n_tokens;
     partials[P_DOC] += s;
-    partials[P_CHK_DW] += chk;
+    partials[P_CHK_DW] += (double)chk;
   } else if (kind == STRATA_BLOCK_ROTATING) {
     const float *n = b->buf;
+    const double *lg = w->lg_beta;
     double lb = lgamma(beta);
     const uint32_t *wc = w->wcount + w->woff[id];
     if (id < 0 || (uint32_t)id >= w->meta.B || w->woff[id + 1] - w->woff[id] != b->nrows)
       return strata_err_set(STRATA_EINVAL, "lda: rotating block %d does not match the corpus", id);
+    double slow_chk = 0;
     for (uint32_t row = 0; row < b->nrows; row++) {
-      double sum = 0;
-      for (uint32_t k = 0; k < K; k++) {
-        float x = n[(size_t)row * K + k];
-        if (x == 0.0f) continue;
-        s += lgamma(x + beta) - lb;
-        err += x < 0 || x != floorf(x);
-        sum += x;
-        chk += x * topic_weight(k);
+      const float *x = n + (size_t)row * K;
+      /* Whole counts below 2^24 (where floats stop being exact) is what a
+       * row holds: its nonzero entries found 2 at a time (most of a row is
+       * zeros), checked, and their lgamma terms looked up. A row with
+       * anything else takes the definition's path. */
+      int32_t bad = 0;
+      int64_t sum = 0, rchk = 0;
+      double rs = 0;
+      for (uint32_t k = 0; k < K && !bad; k += 2) {
+        uint64_t pair = 0;
+        memcpy(&pair, x + k, (K - k >= 2 ? 2 : 1) * sizeof *x);
+        if (!pair) continue; /* both +0.0 */
+        for (uint32_t q = k; q < k + 2 && q < K; q++) {
+          const float v = x[q];
+          if (v == 0.0f) continue;
+          const int32_t c = v >= 1.0f && v < 16777216.0f ? (int32_t)v : -1;
+          if (c < 0 || (float)c != v) {
+            bad = 1;
+            break;
+          }
+          sum += c;
+          rchk += (int64_t)c * tw[q];
+          rs += (uint32_t)c < n_lg ? lg[c] : lgamma(c + beta) - lb;
+        }
       }
-      err += sum != (double)wc[row];
+      if (!bad) {
+        chk += rchk;
+        s += rs;
+        err += (double)sum != (double)wc[row];
+        continue;
+      }
+      double dsum = 0;
+      for (uint32_t k = 0; k < K; k++) {
+        const float v = x[k];
+        if (v == 0.0f) continue;
+        s += lgamma(v + beta) - lb;
+        err += v < 0 || v != floorf(v);
+        dsum += v;
+        slow_chk += v * (double)tw[k];
+      }
+      err += dsum != (double)wc[row];
     }
     partials[P_WORD] += s;
-    partials[P_CHK_DW] -= chk;
-    partials[P_CHK_WT] += chk;
+    partials[P_CHK_DW] -= (double)chk + slow_chk;
+    partials[P_CHK_WT] += (double)chk + slow_chk;
   } else {
     const float *nk = b->buf;
-    double total = 0;
+    double total = 0, dchk = 0;
     for (uint32_t k = 0; k < K; k++) {
       s += lgamma(V * beta) - lgamma(nk[k] + V * beta);
       total += nk[k];
       err += nk[k] < 0 || nk[k] != floorf(nk[k]);
-      chk += nk[k] * topic_weight(k);
+      dchk += nk[k] * (double)tw[k];
     }
     err += total != (double)w->meta.n_tokens;
     partials[P_TOTAL] += s;
-    partials[P_CHK_WT] -= chk;
+    partials[P_CHK_WT] -= dchk;
   }
   partials[P_ERR] += err;
   return 0;
