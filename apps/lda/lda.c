@@ -77,6 +77,10 @@ typedef struct lda_priv {
   uint32_t n_docs, V;
   uint32_t *dblock, *dlocal, *wblock, *wlocal;
   strata_vocab vocab;
+  /* With --topics-out, for z.txt: each token's word, by resident block and
+   * slot (block b's slots from slot_first[b]); NULL without. */
+  uint32_t *slot_word;
+  uint64_t *slot_first;
 } lda_priv;
 
 static const char *const lda_objective_names[] = {"loglik", "loglik_per_token", "count_errors",
@@ -201,6 +205,8 @@ static void priv_free(void *p) {
   strata_free(m->dlocal);
   strata_free(m->wblock);
   strata_free(m->wlocal);
+  strata_free(m->slot_word);
+  strata_free(m->slot_first);
   strata_vocab_close(&m->vocab);
   strata_free(m);
 }
@@ -213,22 +219,22 @@ static void priv_free(void *p) {
  * (12); per word the word-topic counts (K floats), the meta's count, its
  * count, block and place, spread_over_chunks's row and the sort entry;
  * per token its place in a data block (strata_lda_token) and its topic z
- * (uint16). */
-static strata_corpus_cost lda_cost(int K, char *what, size_t what_size) {
+ * (uint16), and with --topics-out its word for z.txt (uint32). */
+static strata_corpus_cost lda_cost(int K, int z_out, char *what, size_t what_size) {
   snprintf(what, what_size, "at K=%d topic%s", K, K == 1 ? "" : "s");
   return (strata_corpus_cost){
       .per_doc = 4.0 * K + 4 + 4 + 8 + 8 + 4 + 12,
       .per_word = 4.0 * K + 4 + 4 + 8 + 4 + 12,
-      .per_token = sizeof(strata_lda_token) + sizeof(uint16_t),
+      .per_token = sizeof(strata_lda_token) + sizeof(uint16_t) + (z_out ? sizeof(uint32_t) : 0),
       .what = what,
       .hint = strata_app_lda.memory_hint,
   };
 }
 
-static int read_corpus(const lda_config *cfg, lda_priv *pv, strata_corpus *c) {
+static int read_corpus(const lda_config *cfg, int z_out, lda_priv *pv, strata_corpus *c) {
   int rc;
   char what[64];
-  strata_corpus_cost cost = lda_cost(cfg->topics, what, sizeof what);
+  strata_corpus_cost cost = lda_cost(cfg->topics, z_out, what, sizeof what);
   if (cfg->vocab && (rc = strata_vocab_read(cfg->vocab, &pv->vocab))) return rc;
   if (strncmp(cfg->data, "synth:", 6) == 0) {
     strata_lda_synth s;
@@ -375,7 +381,7 @@ static int lda_load(const void *vcfg, const strata_setup *setup, strata_problem 
   int B = setup->strata, depth = setup->depth, rc = 0;
   uint32_t K = (uint32_t)cfg->topics;
   if (!pv) goto oom;
-  if ((rc = read_corpus(cfg, pv, &c))) goto fail;
+  if ((rc = read_corpus(cfg, setup->model_out != NULL, pv, &c))) goto fail;
   if (pv->vocab.n && c.n_vocab > pv->vocab.n) {
     rc = strata_err_set(STRATA_EPARSE, "%s: word id %u is beyond the %u words of %s", cfg->data,
                         c.n_vocab - 1, pv->vocab.n, cfg->vocab);
@@ -427,6 +433,17 @@ static int lda_load(const void *vcfg, const strata_setup *setup, strata_problem 
     }
     strata_free(first);
     strata_free(pos);
+  }
+  if (setup->model_out) {
+    pv->slot_word = strata_malloc(((size_t)c.n_tokens + 1) * sizeof *pv->slot_word);
+    pv->slot_first = strata_malloc(((size_t)B + 1) * sizeof *pv->slot_first);
+    if (!pv->slot_word || !pv->slot_first) goto oom;
+    pv->slot_first[0] = 0;
+    for (int b = 0; b < B; b++) pv->slot_first[b + 1] = pv->slot_first[b] + ntok[b];
+    for (uint32_t d = 0; d < c.n_docs; d++) {
+      uint64_t at = pv->slot_first[pv->dblock[d]] + slot0[d];
+      for (uint64_t t = c.doc_off[d]; t < c.doc_off[d + 1]; t++) pv->slot_word[at++] = c.word[t];
+    }
   }
   char what[160];
   snprintf(what, sizeof what, "lda: the counts of %u documents and %u words at %d topics", c.n_docs,
@@ -863,6 +880,8 @@ int strata__lda_layout(const strata_problem *prob, strata__lda_view *v) {
   v->wlocal = pv->wlocal;
   v->dblock = pv->dblock;
   v->dlocal = pv->dlocal;
+  v->slot_word = pv->slot_word;
+  v->slot_first = pv->slot_first;
   return 0;
 }
 
@@ -870,4 +889,73 @@ const int32_t *strata__lda_doc_row(const strata__lda_view *v, uint32_t d, uint32
   lda_res r = res_view(v->prob->resident[v->dblock[d]].buf);
   *len = r.len[v->dlocal[d]];
   return r.ndk + (size_t)v->dlocal[d] * v->K;
+}
+
+/* Decimal digits of x into p, returning the end. */
+static char *put_u32(char *p, uint32_t x) {
+  char tmp[10];
+  int n = 0;
+  do {
+    tmp[n++] = (char)('0' + x % 10);
+    x /= 10;
+  } while (x);
+  while (n) *p++ = tmp[--n];
+  return p;
+}
+
+/*
+ * z.txt: documents in corpus order, each as its token count and then
+ * word:topic per token (the format of WarpLDA's -dumpz, which strata
+ * lda-eval reads), the words kept at load for it (lda_priv.slot_word).
+ */
+int strata__lda_write_z(FILE *f, void *ud) {
+  const strata__lda_view *v = ud;
+  const strata_problem *prob = v->prob;
+  const uint32_t K = v->K, B = (uint32_t)prob->n_resident;
+  if (!v->slot_word) return strata_err_set(STRATA_EINVAL, "lda: no words kept for z.txt");
+  enum { BUF = 64 * 1024 };
+  char *buf = strata_malloc(BUF);
+  /* each document's first slot, by block and place: first[dfirst[b] + dl] */
+  uint64_t *dfirst = strata_malloc(((size_t)B + 1) * sizeof *dfirst);
+  uint64_t *first = strata_malloc(((size_t)v->n_docs + 1) * sizeof *first);
+  int rc = 0;
+  if (!buf || !dfirst || !first) {
+    rc = strata_err_set(STRATA_ENOMEM, "lda: out of memory writing z");
+    goto done;
+  }
+  dfirst[0] = 0;
+  for (uint32_t b = 0; b < B; b++) {
+    lda_res r = res_view(prob->resident[b].buf);
+    uint64_t slot = 0;
+    for (uint32_t dl = 0; dl < r.h->n_docs; dl++) {
+      first[dfirst[b] + dl] = slot;
+      slot += r.len[dl];
+    }
+    dfirst[b + 1] = dfirst[b] + r.h->n_docs;
+  }
+  for (uint32_t d = 0; d < v->n_docs && !rc; d++) {
+    const uint32_t bi = v->dblock[d], dl = v->dlocal[d];
+    lda_res r = res_view(prob->resident[bi].buf);
+    const uint32_t *word = v->slot_word + v->slot_first[bi];
+    const uint64_t slot = first[dfirst[bi] + dl];
+    char *p = put_u32(buf, r.len[dl]);
+    for (uint64_t s = slot, e = slot + r.len[dl]; s < e; s++) {
+      if (p - buf > BUF - 32) {
+        if (fwrite(buf, 1, (size_t)(p - buf), f) != (size_t)(p - buf)) rc = STRATA_EIO;
+        p = buf;
+      }
+      *p++ = ' ';
+      p = put_u32(p, word[s]);
+      *p++ = ':';
+      p = put_u32(p, r.z[s] < K ? r.z[s] : K);
+    }
+    *p++ = '\n';
+    if (!rc && fwrite(buf, 1, (size_t)(p - buf), f) != (size_t)(p - buf)) rc = STRATA_EIO;
+  }
+  if (rc) rc = strata_err_set(STRATA_EIO, "write failed");
+done:
+  strata_free(buf);
+  strata_free(dfirst);
+  strata_free(first);
+  return rc;
 }
