@@ -706,14 +706,20 @@ static int lda_block_objective(void *state, int pass, strata_block_kind kind, in
         if (r.z[slot] < K) rc[r.z[slot]]++;
       if (memcmp(row, rc, (size_t)K * sizeof *row) == 0) {
         /* The row is its tokens' topics recounted: its nonzero counts are
-         * the topics of its slots, each taken once (clearing rc). */
+         * the topics of its slots, each taken once (clearing rc). Without
+         * a branch on whether a topic was seen (a slot's repeat adds count
+         * 0, whose term lg[0] is 0), in two sums: a document's repeats
+         * are as unpredictable as its topics. */
+        double s2[2] = {0, 0};
         for (uint64_t t = s0; t < slot; t++) {
           const uint32_t k = r.z[t];
-          if (k >= K || rc[k] == 0) continue;
+          if (k >= K) continue;
+          const int32_t c = rc[k]; /* row[k], or 0 once taken */
           rc[k] = 0;
-          chk += (int64_t)row[k] * tw[k];
-          s += (uint32_t)row[k] < n_lg ? lg[row[k]] : lgamma(row[k] + alpha) - la;
+          chk += (int64_t)c * tw[k];
+          s2[t & 1] += (uint32_t)c < n_lg ? lg[c] : lgamma(c + alpha) - la;
         }
+        s += s2[0] + s2[1];
       } else {
         for (uint32_t k = 0; k < K; k++) {
           err += row[k] != rc[k];
@@ -744,22 +750,25 @@ static int lda_block_objective(void *state, int pass, strata_block_kind kind, in
       int32_t bad = 0;
       int64_t sum = 0, rchk = 0;
       double rs = 0;
-      for (uint32_t k = 0; k < K && !bad; k += 2) {
-        uint64_t pair = 0;
-        memcpy(&pair, x + k, (K - k >= 2 ? 2 : 1) * sizeof *x);
-        if (!pair) continue; /* both +0.0 */
-        for (uint32_t q = k; q < k + 2 && q < K; q++) {
+      for (uint32_t k = 0; k < K && !bad; k += 8) {
+        const uint32_t m = K - k >= 8 ? 8 : K - k;
+        uint64_t g[4] = {0, 0, 0, 0};
+        memcpy(g, x + k, m * sizeof *x);
+        if (!(g[0] | g[1] | g[2] | g[3])) continue; /* eight +0.0 */
+        /* Each entry without a branch on its value (whether a word holds a
+         * topic is unpredictable): a zero adds count 0, whose term lg[0]
+         * is 0; anything but a whole count below 2^24 sets bad. */
+        double r2[2] = {0, 0};
+        for (uint32_t q = k; q < k + m; q++) {
           const float v = x[q];
-          if (v == 0.0f) continue;
-          const int32_t c = v >= 1.0f && v < 16777216.0f ? (int32_t)v : -1;
-          if (c < 0 || (float)c != v) {
-            bad = 1;
-            break;
-          }
+          const int32_t ok = v >= 0.0f && v < 16777216.0f;
+          const int32_t c = ok ? (int32_t)v : 0;
+          bad |= !ok | ((float)c != v);
           sum += c;
           rchk += (int64_t)c * tw[q];
-          rs += (uint32_t)c < n_lg ? lg[c] : lgamma(c + beta) - lb;
+          r2[q & 1] += (uint32_t)c < n_lg ? lg[c] : lgamma(c + beta) - lb;
         }
+        rs += r2[0] + r2[1];
       }
       if (!bad) {
         chk += rchk;
