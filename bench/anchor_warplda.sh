@@ -13,8 +13,8 @@
 # document proposal, and each program's own likelihood of the pass, which
 # both compute every iteration), by CPU seconds (what an iteration costs,
 # whatever else the machine runs) and by wall seconds; medians over
-# iterations 2..N of every run. strata's figures are its metrics' per pass
-# (workers[0].cpu_s, time_s + eval_s); WarpLDA's CPU seconds are read from
+# iterations 2..N of every run (all of them when N is 1). strata's figures
+# are its metrics' per pass (workers[0].cpu_s, time_s + eval_s); WarpLDA's CPU seconds are read from
 # /proc when it prints each iteration's line (its stdout line-buffered by
 # stdbuf), its wall seconds are the ones it prints.
 #
@@ -182,7 +182,11 @@ def cpu_model():
 jsonl = open(f"{out}/warplda.jsonl", "w")
 
 
+ROUND = 0  # the round being run, in each record
+
+
 def record(**kw):
+    kw["round"] = ROUND
     kw["loadavg"] = loadavg()
     jsonl.write(json.dumps(kw) + "\n")
     jsonl.flush()
@@ -229,12 +233,12 @@ def run_strata(K, n):
 
 runs = []
 for r in range(1, R + 1):
+    ROUND = r
     for K in KS:
         for n in ITERS:
             order = [run_warplda, run_strata] if r % 2 else [run_strata, run_warplda]
             for f in order:
                 x = f(K, n)
-                x["round"] = r
                 runs.append(x)
                 print(f"anchor_warplda: round {r}/{R} K={K} {x['program']} {n} iterations: "
                       f"{sum(x['cpu_s']):.2f} cpu s, loglik/token {x['eval']['loglik_per_token']:.4f}",
@@ -256,8 +260,9 @@ for K in KS:
     per = {}
     for prog in ("warplda", "strata"):
         xs = [x for x in runs if x["program"] == prog and x["K"] == K]
-        c = [v for x in xs for v in x["cpu_s"][1:]]
-        w = [v for x in xs for v in x["wall_s"][1:]]
+        skip = 1 if max(ITERS) > 1 else 0  # the first iteration is the warm-up
+        c = [v for x in xs for v in x["cpu_s"][skip:]]
+        w = [v for x in xs for v in x["wall_s"][skip:]]
         per[prog] = (med(c), med(w))
     tokens = next(x["tokens"] for x in runs if x["program"] == "strata")
     ratio_c = per["warplda"][0] / per["strata"][0]
