@@ -48,8 +48,10 @@
  * document rows are scattered over tens of megabytes. So the sampler works
  * a block of BLK tokens ahead (draw_block): it draws the next block's
  * proposals before it samples this one, and prefetches the units, slots
- * and counts they will read; each document's row streams in from when its
- * first token is drawn. Above SPARSE_K topics a bitmap per word says which
+ * and counts they will read: of a document's row only the entries its
+ * tokens' topics and word proposals name (a few lines of 4 KB at K = 1000;
+ * streaming whole rows in measured 3% slower at K = 100 and 8% at K =
+ * 1000). Above SPARSE_K topics a bitmap per word says which
  * counts of its row are nonzero: most topics a document proposes are not
  * the word's, and their zero count is then known without reading the row.
  * The accept-or-reject is a branch (a coin toss to the predictor):
@@ -81,15 +83,15 @@
 #endif
 
 /* The pipeline (sweep_run): tokens go in blocks of BLK, a block's
- * proposals drawn while the block before it is sampled; above SPARSE_K, the
- * word counts of a token's word proposals fetched PF_C tokens ahead. RING
- * (tokens) holds the proposals of two blocks. When a document comes in
- * sight, the first PF_ROW lines of its row (the rest streamed four a
- * token) and up to PF_ZLINES lines of its slots in z are fetched. */
+ * proposals drawn while the block before it is sampled, with the document
+ * count of each token's current topic; PF_C tokens ahead, the document
+ * counts of a token's word proposals (and above SPARSE_K their word
+ * counts). RING (tokens) holds the proposals of two blocks. When a
+ * document comes in sight, up to PF_ZLINES lines of its slots in z are
+ * fetched. */
 #define BLK 32
 #define RING (2 * BLK)
 #define PF_C 8
-#define PF_ROW 16
 #define PF_ZLINES 32
 
 /* Per word of the current call, by its index in the call (the order the
@@ -526,7 +528,6 @@ draw_block(const strata_lda_warp *s, const strata_lda_token *tok, size_t j0, siz
   const bool sparse = K > SPARSE_K;
   const double kbeta = s->kbeta, kalpha = s->kalpha, inv_alpha = s->inv_alpha,
                inv_beta = s->inv_beta;
-  const size_t row_bytes = (size_t)K * sizeof *ndk;
   const warp_tok *ttok = s->ttok;
   uint32_t ddoc = dd->doc;
   uint64_t off = dd->off, len = dd->len;
@@ -540,9 +541,7 @@ draw_block(const strata_lda_warp *s, const strata_lda_token *tok, size_t j0, siz
       const uint64_t end = doc_off[tk.doc + 1];
       len = end > off ? end - off : 0;
       lk = (double)len + kalpha;
-      /* the row's first lines (stage two streams the rest) and the slots */
-      const char *r = (const char *)(ndk + (size_t)tk.doc * K);
-      for (size_t l = 0; l < row_bytes && l < PF_ROW * 64; l += 64) __builtin_prefetch(r + l);
+      /* the document's slots, which its proposals draw from */
       const char *zp = (const char *)(z + off);
       for (size_t l = 0; l < len * sizeof *z && l < PF_ZLINES * 64; l += 64)
         __builtin_prefetch(zp + l);
@@ -555,7 +554,10 @@ draw_block(const strata_lda_warp *s, const strata_lda_token *tok, size_t j0, siz
     const uint64_t *wb = sparse ? s->bits + (size_t)tt.j * s->kw : NULL;
     if (sparse) __builtin_prefetch(wb);
     const uint32_t s0 = z[tk.slot];
-    if (s0 < K) __builtin_prefetch(row + s0);
+    if (s0 < K) {
+      __builtin_prefetch(row + s0);
+      __builtin_prefetch(ndk + (size_t)tk.doc * K + s0);
+    }
     for (uint32_t step = 0; step < steps; step++) {
       double x = u[4 * step] * wtot;
       if (x < (double)wc) {
@@ -622,10 +624,6 @@ static inline __attribute__((always_inline)) int sweep_run(
   urng_fill(&st, ubuf, ublk);
   draw_block(s, tok, 0, n < BLK ? n : BLK, doc_off, ndk, z, nwk, ring, ubuf, &dd, steps);
 
-  /* A document's row beyond what draw_block fetched, streamed a few
-   * lines a token. */
-  const char *dpf = NULL, *dpf_end = NULL;
-
   uint32_t cur_doc = 0;
   bool in_doc = false;
   uint64_t off = 0, len = 0;
@@ -641,14 +639,19 @@ static inline __attribute__((always_inline)) int sweep_run(
     }
     const double *u = ubuf + b * ublk;
     for (size_t i = i0; i < i1; i++, u += nu) {
-      if (sparse && i + PF_C < n) {
-        /* the counts its word proposals hold, read at their acceptance */
+      if (i + PF_C < n) {
+        /* the counts its word proposals hold, read at their acceptance
+         * (the word's only above SPARSE_K: below, its row is in cache) */
         const int64_t *c = ring + ((i + PF_C) % RING) * ncode;
         const float *prow = nwk + (size_t)tok[i + PF_C].word * K;
+        const int32_t *pnd = ndk + (size_t)tok[i + PF_C].doc * K;
         for (uint32_t step = 0; step < steps; step++) {
           int64_t c0 = c[2 * step];
           uint32_t t = c0 >= 0 ? unit[c0] : (uint32_t)~c0;
-          if (t < K) __builtin_prefetch(prow + t);
+          if (t < K) {
+            __builtin_prefetch(pnd + t);
+            if (sparse) __builtin_prefetch(prow + t);
+          }
         }
       }
       const uint32_t d = tok[i].doc, w = tok[i].word, slot = tok[i].slot;
@@ -658,11 +661,6 @@ static inline __attribute__((always_inline)) int sweep_run(
         nd = ndk + (size_t)d * K;
         cur_doc = d;
         in_doc = true;
-        dpf = (const char *)nd + PF_ROW * 64;
-        dpf_end = (const char *)(nd + K);
-      }
-      if (dpf < dpf_end) {
-        for (int l = 0; l < 4; l++, dpf += 64) __builtin_prefetch(dpf);
       }
       if ((uint64_t)slot - off >= len) {
         rc = strata_err_set(STRATA_ERANGE,
