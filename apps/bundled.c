@@ -21,7 +21,9 @@ static int lda_eval(int argc, char **argv) { return strata__lda_eval_main(argc -
 const strata_command strata_bundled_commands[] = {
     {"mf-predict", "score (user, item) pairs or recommend with an exported MF model", mf_predict},
     {"mlr-predict", "classify LIBSVM examples with an exported MLR model", mlr_predict},
-    {"lda-eval", "the collapsed log-likelihood of a file of LDA topic assignments (WarpLDA's or "
-                 "strata lda's z)", lda_eval}};
+    {"lda-eval",
+     "the collapsed log-likelihood of a file of LDA topic assignments (WarpLDA's or "
+     "strata lda's z)",
+     lda_eval}};
 const int strata_n_bundled_commands =
     sizeof strata_bundled_commands / sizeof strata_bundled_commands[0];

@@ -34,12 +34,14 @@ typedef struct eval_opts {
 static const strata_option options[] = {
     {"z", 0, STRATA_OPT_STRING, EOPT(z), NULL, "FILE", 0, 0, NULL,
      "topic assignments: one document a line, 'N word:topic ...' (WarpLDA's -dumpz, strata "
-     "lda's --topics-out z.txt; .gz read too; required)", NULL},
+     "lda's --topics-out z.txt; .gz read too; required)",
+     NULL},
     {"topics", 'K', STRATA_OPT_INT, EOPT(topics), NULL, "K", 1, 65535, NULL,
      "number of topics the sample was drawn with (required)", NULL},
     {"alpha", 0, STRATA_OPT_DOUBLE, EOPT(alpha), "0", "A", 0, 1e6, NULL,
      "symmetric document-topic prior, per topic; 0 = 50 / K (strata lda's default; WarpLDA's "
-     "-alpha is the sum, K times this)", NULL},
+     "-alpha is the sum, K times this)",
+     NULL},
     {"beta", 0, STRATA_OPT_DOUBLE, EOPT(beta), "0.01", "B", 1e-9, 1e6, NULL,
      "symmetric topic-word prior", NULL},
     {"vocab-size", 0, STRATA_OPT_U64, EOPT(vocab), "0", "V", 0, 4294967295.0, NULL,
@@ -71,8 +73,8 @@ static int scan_uint(const strata_lines *rd, const char *line, const char **p, c
     s++;
   }
   if (s == *p)
-    return strata_err_set(STRATA_EPARSE, "%s:%zu: %s expected at column %zu", rd->path,
-                          rd->lineno, what, (size_t)(*p - line) + 1);
+    return strata_err_set(STRATA_EPARSE, "%s:%zu: %s expected at column %zu", rd->path, rd->lineno,
+                          what, (size_t)(*p - line) + 1);
   if (big || v >= limit)
     return strata_err_set(STRATA_EPARSE, "%s:%zu: %s %.*s is not below %s", rd->path, rd->lineno,
                           what, (int)(s - *p), *p, limit_name);
@@ -130,12 +132,13 @@ static int evaluate(const eval_opts *o, eval_result *res) {
       goto done;
     }
     uint64_t n = 0;
-    if ((rc = scan_uint(&rd, line, &p, e, UINT32_MAX, "the token count", "2^32 - 1", &n))) goto done;
+    if ((rc = scan_uint(&rd, line, &p, e, UINT32_MAX, "the token count", "2^32 - 1", &n)))
+      goto done;
     if ((rc = strata_lines_fits(&rd, (double)(n_keys + n) * 2 * sizeof *keys, NULL,
                                 "lda-eval: %llu tokens need", (unsigned long long)(n_keys + n))))
       goto done;
-    uint64_t *nkeys = strata_grow(keys, n_keys + n, &keys_cap, SIZE_MAX / sizeof *keys,
-                                  sizeof *keys);
+    uint64_t *nkeys =
+        strata_grow(keys, n_keys + n, &keys_cap, SIZE_MAX / sizeof *keys, sizeof *keys);
     if (!nkeys && n_keys + n > 0) {
       rc = strata_err_set(STRATA_ENOMEM, "lda-eval: out of memory for %llu tokens",
                           (unsigned long long)(n_keys + n));
@@ -204,13 +207,15 @@ int strata__lda_eval_main(int argc, char **argv) {
   int help = 0, rc = strata_options_defaults(&g, 1);
   if (!rc) rc = strata_options_parse(&g, 1, argc, argv, &help);
   if (!rc && help) {
-    printf("Usage: strata lda-eval --z FILE --topics K [--alpha A] [--beta B] [--vocab-size V]\n\n"
-           "The collapsed log-likelihood log p(w, z) of a sample of topic assignments, computed\n"
-           "from the file's counts alone, as one JSON line on stdout.\n");
+    printf(
+        "Usage: strata lda-eval --z FILE --topics K [--alpha A] [--beta B] [--vocab-size V]\n\n"
+        "The collapsed log-likelihood log p(w, z) of a sample of topic assignments, computed\n"
+        "from the file's counts alone, as one JSON line on stdout.\n");
     strata_options_help(stdout, &g, 1);
-    printf("\nExamples:\n"
-           "  strata lda-eval --z kos-topics/z.txt --topics 100 --alpha 0.5\n"
-           "  strata lda-eval --z train.z.estimate --topics 1000 --alpha 0.1 --beta 0.01\n");
+    printf(
+        "\nExamples:\n"
+        "  strata lda-eval --z kos-topics/z.txt --topics 100 --alpha 0.5\n"
+        "  strata lda-eval --z train.z.estimate --topics 1000 --alpha 0.1 --beta 0.01\n");
     return 0;
   }
   if (!rc && (!o.z || !o.topics))

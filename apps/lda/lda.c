@@ -665,7 +665,6 @@ static int lda_compute(void *state, const strata_task_view *tv, double *partials
   return 0;
 }
 
-
 /*
  * The joint log-likelihood log p(w, z) (Griffiths & Steyvers), as sums over
  * blocks (zero counts add nothing), and the count checks:

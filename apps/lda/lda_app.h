@@ -16,8 +16,8 @@ typedef struct strata__lda_view {
   const char *const *vocab; /* V words, or NULL (ids are printed) */
   const strata_problem *prob;
   const uint32_t *wblock, *wlocal, *dblock, *dlocal;
-  const uint32_t *slot_word;   /* with a --topics-out: each token's word, by block and slot */
-  const uint64_t *slot_first;  /* resident block b's slots from slot_first[b] */
+  const uint32_t *slot_word;  /* with a --topics-out: each token's word, by block and slot */
+  const uint64_t *slot_first; /* resident block b's slots from slot_first[b] */
 } strata__lda_view;
 
 int strata__lda_layout(const strata_problem *prob, strata__lda_view *v);

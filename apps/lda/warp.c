@@ -137,8 +137,8 @@ struct strata_lda_warp {
   size_t words_cap, wlist_cap, ttok_cap, unit_cap;
   warp_alias *alias;
   size_t alias_cap;
-  int64_t *ring; /* the proposals drawn ahead (see draw_block) */
-  double *ubuf;  /* the uniforms of two blocks */
+  int64_t *ring;  /* the proposals drawn ahead (see draw_block) */
+  double *ubuf;   /* the uniforms of two blocks */
   uint64_t *bits; /* per word of the call, kw words: which topics its row holds */
   size_t bits_cap;
   uint32_t kw;
@@ -187,8 +187,7 @@ int strata_lda_warp_new(const strata_lda_params *p, uint32_t steps, strata_lda_w
   s->kcnt = strata_malloc(K * sizeof *s->kcnt);
   s->ring = strata_malloc((size_t)RING * 2 * steps * sizeof *s->ring);
   s->ubuf = strata_malloc((size_t)2 * BLK * 4 * steps * sizeof *s->ubuf);
-  if (!s->ktop || !s->kidx || !s->small || !s->large || !s->kcnt || !s->ring || !s->ubuf)
-    goto fail;
+  if (!s->ktop || !s->kidx || !s->small || !s->large || !s->kcnt || !s->ring || !s->ubuf) goto fail;
   *out = s;
   return 0;
 
@@ -297,8 +296,7 @@ static int word_scan(strata_lda_warp *s, uint32_t w, const float *row, uint32_t 
  * less the call's own tokens (their topics in unit[start .. start + c)),
  * as an alias table (Vose) appended to s->alias at *used.
  */
-static int word_alias(strata_lda_warp *s, uint32_t w, const float *row, uint32_t wj,
-                      size_t *used) {
+static int word_alias(strata_lda_warp *s, uint32_t w, const float *row, uint32_t wj, size_t *used) {
   const uint32_t K = s->K;
   warp_word *ww = &s->words[wj];
   const double frozen = ww->n - ww->c;
@@ -390,7 +388,8 @@ static int call_setup(strata_lda_warp *s, const strata_lda_token *tok, size_t n,
     wcount[w] = 0;
     if (rc) continue;
     if (c & FROZEN) {
-      rc = strata_err_set(STRATA_EINVAL, "lda warp: word %u has 2^31 tokens or more in one call", w);
+      rc =
+          strata_err_set(STRATA_EINVAL, "lda warp: word %u has 2^31 tokens or more in one call", w);
       continue;
     }
     s->words[j].start = run;
@@ -520,10 +519,10 @@ typedef struct draw_doc {
   double lk;
 } draw_doc;
 
-static inline __attribute__((always_inline)) void
-draw_block(const strata_lda_warp *s, const strata_lda_token *tok, size_t j0, size_t j1,
-           const uint64_t *doc_off, const int32_t *ndk, const uint16_t *z, const float *nwk,
-           int64_t *codes, const double *u, draw_doc *dd, const uint32_t steps) {
+static inline __attribute__((always_inline)) void draw_block(
+    const strata_lda_warp *s, const strata_lda_token *tok, size_t j0, size_t j1,
+    const uint64_t *doc_off, const int32_t *ndk, const uint16_t *z, const float *nwk,
+    int64_t *codes, const double *u, draw_doc *dd, const uint32_t steps) {
   const uint32_t K = s->K;
   const bool sparse = K > SPARSE_K;
   const double kbeta = s->kbeta, kalpha = s->kalpha, inv_alpha = s->inv_alpha,
