@@ -47,7 +47,7 @@
 
 typedef struct bench_opts {
   uint64_t tokens, chunk, seed;
-  int topics, vocab, len, gen_topics, sweeps, warmup, mh_steps;
+  int topics, vocab, len, gen_topics, sweeps, warmup, mh_steps, word_chunks;
   double alpha, beta;
   const char *impl, *vs;
 } bench_opts;
@@ -73,16 +73,19 @@ static const strata_option bench_options[] = {
      "first sweeps left out of the median (all count when sweeps <= warmup)", NULL},
     {"chunk", 0, STRATA_OPT_U64, offsetof(bench_opts, chunk), "0", "N", 0, 4e9, NULL,
      "tokens per strata_lda_sweep call, cut at document ends (0: the whole corpus)", NULL},
+    {"word-chunks", 0, STRATA_OPT_INT, offsetof(bench_opts, word_chunks), "0", "C", 0, 4096, NULL,
+     "sweep in C calls, call c holding the tokens of words w with w mod C = c in document order "
+     "(as strata lda --mode serial --depth C does; 0: no split, see --chunk)",
+     NULL},
     {"seed", 0, STRATA_OPT_U64, offsetof(bench_opts, seed), "1", "X", 0, 0, NULL,
      "seed of the corpus and of the sampler", NULL},
-    {"impl", 0, STRATA_OPT_CHOICE, offsetof(bench_opts, impl), "fast", "I", 0, 0,
-     "fast|plain|warp",
+    {"impl", 0, STRATA_OPT_CHOICE, offsetof(bench_opts, impl), "fast", "I", 0, 0, "fast|plain|warp",
      "fast: strata_lda_sweep; plain: the textbook SparseLDA yardstick; warp: "
-     "strata_lda_warp_sweep (Metropolis-Hastings)", NULL},
+     "strata_lda_warp_sweep (Metropolis-Hastings)",
+     NULL},
     {"vs", 0, STRATA_OPT_CHOICE, offsetof(bench_opts, vs), "none", "I", 0, 0,
      "none|fast|plain|warp",
-     "also run this sampler on a copy of the state, sweeps interleaved; report the ratio",
-     NULL},
+     "also run this sampler on a copy of the state, sweeps interleaved; report the ratio", NULL},
     {"mh-steps", 0, STRATA_OPT_INT, offsetof(bench_opts, mh_steps), "2", "N", 1, 64, NULL,
      "warp: word and document proposals per token (each)", NULL},
     {NULL},
@@ -395,7 +398,25 @@ static int chain_init(chain *ch, const char *impl, const strata_lda_params *prm,
 }
 
 static int chain_sweep(chain *ch, const strata_lda_token *tok, size_t N, uint64_t chunk,
-                       const uint64_t *doc_off) {
+                       const uint64_t *doc_off, const size_t *wc_off) {
+  if (wc_off) {
+    /* tok holds the word chunks one after another, wc_off their bounds
+     * (wc_off[C] = N ends the list) */
+    for (size_t c = 0; wc_off[c] < N; c++) {
+      size_t lo = wc_off[c], hi = wc_off[c + 1];
+      int rc = 0;
+      if (ch->warp)
+        rc = strata_lda_warp_sweep(ch->warp, tok + lo, hi - lo, ch->ndk, ch->nwk, ch->nk, ch->z,
+                                   doc_off, &ch->rng);
+      else if (ch->fast)
+        rc = strata_lda_sweep(ch->fast, tok + lo, hi - lo, ch->ndk, ch->nwk, ch->nk, ch->z,
+                              &ch->rng);
+      else
+        plain_sweep(&ch->pl, tok + lo, hi - lo, ch->ndk, ch->nwk, ch->nk, ch->z, &ch->rng);
+      if (rc) return rc;
+    }
+    return 0;
+  }
   size_t lo = 0;
   while (lo < N) {
     size_t hi = chunk && lo + chunk < N ? lo + chunk : N;
@@ -458,7 +479,8 @@ int main(int argc, char **argv) {
   int code = 1;
   strata_corpus c;
   memset(&c, 0, sizeof c);
-  strata_lda_token *tok = NULL;
+  strata_lda_token *tok = NULL, *wtok = NULL;
+  size_t *wc_off = NULL;
   chain ch[2];
   memset(ch, 0, sizeof ch);
   const int n_ch = strcmp(o.vs, "none") ? 2 : 1;
@@ -510,6 +532,26 @@ int main(int argc, char **argv) {
       ch[0].nk[t] += 1;
     }
   }
+  if (o.word_chunks) {
+    /* the tokens again, by word chunk, each chunk in document order */
+    const size_t C = (size_t)o.word_chunks;
+    wtok = strata_malloc((N ? N : 1) * sizeof *wtok);
+    wc_off = strata_calloc(C + 1, sizeof *wc_off);
+    if (!wtok || !wc_off) {
+      fprintf(stderr, PROG ": out of memory\n");
+      goto done;
+    }
+    for (size_t i = 0; i < N; i++) wc_off[tok[i].word % C + 1]++;
+    for (size_t k = 0; k < C; k++) wc_off[k + 1] += wc_off[k];
+    size_t *fill = strata_malloc(C * sizeof *fill);
+    if (!fill) {
+      fprintf(stderr, PROG ": out of memory\n");
+      goto done;
+    }
+    memcpy(fill, wc_off, C * sizeof *fill);
+    for (size_t i = 0; i < N; i++) wtok[fill[tok[i].word % C]++] = tok[i];
+    strata_free(fill);
+  }
   if (n_ch == 2) {
     memcpy(ch[1].ndk, ch[0].ndk, D * K * sizeof *ch[0].ndk);
     memcpy(ch[1].nwk, ch[0].nwk, V * K * sizeof *ch[0].nwk);
@@ -520,7 +562,7 @@ int main(int argc, char **argv) {
   for (int sw = 0; sw < o.sweeps; sw++) {
     for (int x = 0; x < n_ch; x++) {
       double w0 = strata_now(), c0 = strata_cpu_seconds();
-      if ((rc = chain_sweep(&ch[x], tok, N, o.chunk, c.doc_off))) {
+      if ((rc = chain_sweep(&ch[x], wtok ? wtok : tok, N, o.chunk, c.doc_off, wc_off))) {
         fprintf(stderr, PROG ": %s sweep %d: %s\n", ch[x].impl, sw + 1, strata_err_msg());
         goto done;
       }
@@ -569,6 +611,7 @@ int main(int argc, char **argv) {
   strata_json_int(&j, "chunk", (int64_t)o.chunk);
   strata_json_int(&j, "seed", (int64_t)o.seed);
   strata_json_int(&j, "mh_steps", o.mh_steps);
+  strata_json_int(&j, "word_chunks", o.word_chunks);
   chain_json(&j, &ch[0], o.sweeps, from);
   if (n_ch == 2) {
     strata_json_object_begin(&j, "vs");
@@ -581,6 +624,8 @@ int main(int argc, char **argv) {
 done:
   for (int x = 0; x < 2; x++) chain_close(&ch[x]);
   strata_free(tok);
+  strata_free(wtok);
+  strata_free(wc_off);
   strata_corpus_close(&c);
   return code;
 }

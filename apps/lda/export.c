@@ -107,6 +107,7 @@ int strata__lda_export(const void *cfg, const strata_setup *setup, const strata_
   rc = strata_write_atomic_in(dir, "topics.txt", fill_topics, &t);
   if (!rc) rc = strata_write_atomic_in(dir, "doc_topics.tsv", fill_doc_topics, &v);
   if (!rc) rc = strata_write_atomic_in(dir, "word_topic.f32", fill_word_topic, &v);
+  if (!rc) rc = strata_write_atomic_in(dir, "z.txt", strata__lda_write_z, &v);
   if (!rc) rc = strata_write_atomic_in(dir, "meta.json", fill_meta, &v);
   return rc;
 }

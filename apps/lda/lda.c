@@ -77,6 +77,10 @@ typedef struct lda_priv {
   uint32_t n_docs, V;
   uint32_t *dblock, *dlocal, *wblock, *wlocal;
   strata_vocab vocab;
+  /* With --topics-out, for z.txt: each token's word, by resident block and
+   * slot (block b's slots from slot_first[b]); NULL without. */
+  uint32_t *slot_word;
+  uint64_t *slot_first;
 } lda_priv;
 
 static const char *const lda_objective_names[] = {"loglik", "loglik_per_token", "count_errors",
@@ -201,6 +205,8 @@ static void priv_free(void *p) {
   strata_free(m->dlocal);
   strata_free(m->wblock);
   strata_free(m->wlocal);
+  strata_free(m->slot_word);
+  strata_free(m->slot_first);
   strata_vocab_close(&m->vocab);
   strata_free(m);
 }
@@ -213,22 +219,22 @@ static void priv_free(void *p) {
  * (12); per word the word-topic counts (K floats), the meta's count, its
  * count, block and place, spread_over_chunks's row and the sort entry;
  * per token its place in a data block (strata_lda_token) and its topic z
- * (uint16). */
-static strata_corpus_cost lda_cost(int K, char *what, size_t what_size) {
+ * (uint16), and with --topics-out its word for z.txt (uint32). */
+static strata_corpus_cost lda_cost(int K, int z_out, char *what, size_t what_size) {
   snprintf(what, what_size, "at K=%d topic%s", K, K == 1 ? "" : "s");
   return (strata_corpus_cost){
       .per_doc = 4.0 * K + 4 + 4 + 8 + 8 + 4 + 12,
       .per_word = 4.0 * K + 4 + 4 + 8 + 4 + 12,
-      .per_token = sizeof(strata_lda_token) + sizeof(uint16_t),
+      .per_token = sizeof(strata_lda_token) + sizeof(uint16_t) + (z_out ? sizeof(uint32_t) : 0),
       .what = what,
       .hint = strata_app_lda.memory_hint,
   };
 }
 
-static int read_corpus(const lda_config *cfg, lda_priv *pv, strata_corpus *c) {
+static int read_corpus(const lda_config *cfg, int z_out, lda_priv *pv, strata_corpus *c) {
   int rc;
   char what[64];
-  strata_corpus_cost cost = lda_cost(cfg->topics, what, sizeof what);
+  strata_corpus_cost cost = lda_cost(cfg->topics, z_out, what, sizeof what);
   if (cfg->vocab && (rc = strata_vocab_read(cfg->vocab, &pv->vocab))) return rc;
   if (strncmp(cfg->data, "synth:", 6) == 0) {
     strata_lda_synth s;
@@ -375,7 +381,7 @@ static int lda_load(const void *vcfg, const strata_setup *setup, strata_problem 
   int B = setup->strata, depth = setup->depth, rc = 0;
   uint32_t K = (uint32_t)cfg->topics;
   if (!pv) goto oom;
-  if ((rc = read_corpus(cfg, pv, &c))) goto fail;
+  if ((rc = read_corpus(cfg, setup->model_out != NULL, pv, &c))) goto fail;
   if (pv->vocab.n && c.n_vocab > pv->vocab.n) {
     rc = strata_err_set(STRATA_EPARSE, "%s: word id %u is beyond the %u words of %s", cfg->data,
                         c.n_vocab - 1, pv->vocab.n, cfg->vocab);
@@ -427,6 +433,17 @@ static int lda_load(const void *vcfg, const strata_setup *setup, strata_problem 
     }
     strata_free(first);
     strata_free(pos);
+  }
+  if (setup->model_out) {
+    pv->slot_word = strata_malloc(((size_t)c.n_tokens + 1) * sizeof *pv->slot_word);
+    pv->slot_first = strata_malloc(((size_t)B + 1) * sizeof *pv->slot_first);
+    if (!pv->slot_word || !pv->slot_first) goto oom;
+    pv->slot_first[0] = 0;
+    for (int b = 0; b < B; b++) pv->slot_first[b + 1] = pv->slot_first[b] + ntok[b];
+    for (uint32_t d = 0; d < c.n_docs; d++) {
+      uint64_t at = pv->slot_first[pv->dblock[d]] + slot0[d];
+      for (uint64_t t = c.doc_off[d]; t < c.doc_off[d + 1]; t++) pv->slot_word[at++] = c.word[t];
+    }
   }
   char what[160];
   snprintf(what, sizeof what, "lda: the counts of %u documents and %u words at %d topics", c.n_docs,
@@ -519,10 +536,24 @@ static int lda_schedule(const void *cfg, const strata_setup *setup, const strata
   return strata_schedule_diagonal(sched, setup->workers, setup->strata);
 }
 
+/* A small weight per topic for the count checksums: sums of count x weight
+ * stay far below 2^53 (and 2^63), so they are exact in double and in
+ * int64_t, and cancel exactly. */
+static int64_t topic_weight(uint32_t k) { return 1 + (k * 2654435761u >> 7) % 1021; }
+
+/* Entries of the objective's lgamma tables (lda_worker). */
+#define LG_TABLE 65536u
+
 typedef struct lda_worker {
   lda_meta meta;
   uint32_t *woff, *wcount; /* see lda_meta */
-  int32_t *recount;        /* K: a document's topics recounted from z */
+  int32_t *recount;        /* K: a document's topics recounted from z (zero between uses) */
+  int64_t *tweight;        /* K: topic_weight */
+  /* lgamma(n + alpha) - lgamma(alpha) and the same in beta for whole n
+   * below n_lg: the objective's terms for counts, looked up rather than
+   * computed (the same values: each entry is that expression) */
+  double *lg_alpha, *lg_beta;
+  uint32_t n_lg;
   strata_lda_sampler *sampler;
   strata_lda_warp *warp;
   uint64_t *doc_off; /* warp: first slot of each document of resident block doc_off_of */
@@ -539,6 +570,9 @@ static void lda_worker_free(void *state) {
   strata_free(w->doc_off);
   strata_free(w->woff);
   strata_free(w->recount);
+  strata_free(w->tweight);
+  strata_free(w->lg_alpha);
+  strata_free(w->lg_beta);
   strata_free(w);
 }
 
@@ -554,11 +588,24 @@ static int lda_worker_init(const void *vcfg, const strata_setup *setup, const vo
   memcpy(&w->meta, m, sizeof w->meta);
   size_t nw = (size_t)m->B + 1 + m->V;
   w->woff = strata_malloc(nw * sizeof(uint32_t));
-  w->recount = strata_malloc((size_t)m->K * sizeof(int32_t));
+  w->recount = strata_calloc(m->K, sizeof(int32_t));
+  w->tweight = strata_malloc((size_t)m->K * sizeof *w->tweight);
+  /* Counts are at most the corpus's tokens; past 2^16 lgamma is called. */
+  w->n_lg = m->n_tokens < LG_TABLE ? (uint32_t)m->n_tokens + 1 : LG_TABLE;
+  w->lg_alpha = strata_malloc((size_t)w->n_lg * sizeof *w->lg_alpha);
+  w->lg_beta = strata_malloc((size_t)w->n_lg * sizeof *w->lg_beta);
   int rc = 0;
-  if (!w->woff || !w->recount) {
+  if (!w->woff || !w->recount || !w->tweight || !w->lg_alpha || !w->lg_beta) {
     rc = strata_err_set(STRATA_ENOMEM, "lda: out of memory");
     goto fail;
+  }
+  for (uint32_t k = 0; k < m->K; k++) w->tweight[k] = topic_weight(k);
+  {
+    const double la = lgamma(m->alpha), lb = lgamma(m->beta);
+    for (uint32_t n = 0; n < w->n_lg; n++) {
+      w->lg_alpha[n] = n ? lgamma(n + m->alpha) - la : 0;
+      w->lg_beta[n] = n ? lgamma(n + m->beta) - lb : 0;
+    }
   }
   memcpy(w->woff, meta_woff(m), nw * sizeof(uint32_t));
   w->wcount = w->woff + m->B + 1;
@@ -618,10 +665,6 @@ static int lda_compute(void *state, const strata_task_view *tv, double *partials
   return 0;
 }
 
-/* A small weight per topic for the count checksums: sums of count x weight
- * stay far below 2^53, so they are exact in double and cancel exactly. */
-static double topic_weight(uint32_t k) { return (double)(1 + (k * 2654435761u >> 7) % 1021); }
-
 /*
  * The joint log-likelihood log p(w, z) (Griffiths & Steyvers), as sums over
  * blocks (zero counts add nothing), and the count checks:
@@ -645,59 +688,119 @@ static int lda_block_objective(void *state, int pass, strata_block_kind kind, in
   lda_worker *w = state;
   uint32_t K = w->meta.K;
   double alpha = w->meta.alpha, beta = w->meta.beta, V = w->meta.V;
-  double s = 0, err = 0, chk = 0;
+  const uint32_t n_lg = w->n_lg;
+  const int64_t *tw = w->tweight;
+  double s = 0, err = 0;
+  int64_t chk = 0;
   if (kind == STRATA_BLOCK_RESIDENT) {
     lda_res r = res_view(b->buf);
+    const double *lg = w->lg_alpha;
     double la = lgamma(alpha), lka = lgamma(K * alpha);
+    int32_t *rc = w->recount;
     uint64_t slot = 0;
     for (uint32_t d = 0; d < r.h->n_docs; d++) {
       const int32_t *row = r.ndk + (size_t)d * K;
-      memset(w->recount, 0, (size_t)K * sizeof *w->recount);
+      const uint64_t s0 = slot;
       for (uint32_t t = 0; t < r.len[d] && slot < r.h->n_tokens; t++, slot++)
-        if (r.z[slot] < K) w->recount[r.z[slot]]++;
-      for (uint32_t k = 0; k < K; k++) {
-        err += row[k] != w->recount[k];
-        if (row[k] > 0) s += lgamma(row[k] + alpha) - la;
-        chk += row[k] * topic_weight(k);
+        if (r.z[slot] < K) rc[r.z[slot]]++;
+      if (memcmp(row, rc, (size_t)K * sizeof *row) == 0) {
+        /* The row is its tokens' topics recounted: its nonzero counts are
+         * the topics of its slots, each taken once (clearing rc). Without
+         * a branch on whether a topic was seen (a slot's repeat adds count
+         * 0, whose term lg[0] is 0), in two sums: a document's repeats
+         * are as unpredictable as its topics. */
+        double s2[2] = {0, 0};
+        for (uint64_t t = s0; t < slot; t++) {
+          const uint32_t k = r.z[t];
+          if (k >= K) continue;
+          const int32_t c = rc[k]; /* row[k], or 0 once taken */
+          rc[k] = 0;
+          chk += (int64_t)c * tw[k];
+          s2[t & 1] += (uint32_t)c < n_lg ? lg[c] : lgamma(c + alpha) - la;
+        }
+        s += s2[0] + s2[1];
+      } else {
+        for (uint32_t k = 0; k < K; k++) {
+          err += row[k] != rc[k];
+          chk += (int64_t)row[k] * tw[k];
+          if (row[k] > 0) s += (uint32_t)row[k] < n_lg ? lg[row[k]] : lgamma(row[k] + alpha) - la;
+        }
+        memset(rc, 0, (size_t)K * sizeof *rc);
       }
       s += lka - lgamma(r.len[d] + K * alpha);
     }
     err += slot != r.h->n_tokens;
     partials[P_DOC] += s;
-    partials[P_CHK_DW] += chk;
+    partials[P_CHK_DW] += (double)chk;
   } else if (kind == STRATA_BLOCK_ROTATING) {
     const float *n = b->buf;
+    const double *lg = w->lg_beta;
     double lb = lgamma(beta);
     const uint32_t *wc = w->wcount + w->woff[id];
     if (id < 0 || (uint32_t)id >= w->meta.B || w->woff[id + 1] - w->woff[id] != b->nrows)
       return strata_err_set(STRATA_EINVAL, "lda: rotating block %d does not match the corpus", id);
+    double slow_chk = 0;
     for (uint32_t row = 0; row < b->nrows; row++) {
-      double sum = 0;
-      for (uint32_t k = 0; k < K; k++) {
-        float x = n[(size_t)row * K + k];
-        if (x == 0.0f) continue;
-        s += lgamma(x + beta) - lb;
-        err += x < 0 || x != floorf(x);
-        sum += x;
-        chk += x * topic_weight(k);
+      const float *x = n + (size_t)row * K;
+      /* Whole counts below 2^24 (where floats stop being exact) is what a
+       * row holds: its nonzero entries found 2 at a time (most of a row is
+       * zeros), checked, and their lgamma terms looked up. A row with
+       * anything else takes the definition's path. */
+      int32_t bad = 0;
+      int64_t sum = 0, rchk = 0;
+      double rs = 0;
+      for (uint32_t k = 0; k < K && !bad; k += 8) {
+        const uint32_t m = K - k >= 8 ? 8 : K - k;
+        uint64_t g[4] = {0, 0, 0, 0};
+        memcpy(g, x + k, m * sizeof *x);
+        if (!(g[0] | g[1] | g[2] | g[3])) continue; /* eight +0.0 */
+        /* Each entry without a branch on its value (whether a word holds a
+         * topic is unpredictable): a zero adds count 0, whose term lg[0]
+         * is 0; anything but a whole count below 2^24 sets bad. */
+        double r2[2] = {0, 0};
+        for (uint32_t q = k; q < k + m; q++) {
+          const float v = x[q];
+          const int32_t ok = v >= 0.0f && v < 16777216.0f;
+          const int32_t c = ok ? (int32_t)v : 0;
+          bad |= !ok | ((float)c != v);
+          sum += c;
+          rchk += (int64_t)c * tw[q];
+          r2[q & 1] += (uint32_t)c < n_lg ? lg[c] : lgamma(c + beta) - lb;
+        }
+        rs += r2[0] + r2[1];
       }
-      err += sum != (double)wc[row];
+      if (!bad) {
+        chk += rchk;
+        s += rs;
+        err += (double)sum != (double)wc[row];
+        continue;
+      }
+      double dsum = 0;
+      for (uint32_t k = 0; k < K; k++) {
+        const float v = x[k];
+        if (v == 0.0f) continue;
+        s += lgamma(v + beta) - lb;
+        err += v < 0 || v != floorf(v);
+        dsum += v;
+        slow_chk += v * (double)tw[k];
+      }
+      err += dsum != (double)wc[row];
     }
     partials[P_WORD] += s;
-    partials[P_CHK_DW] -= chk;
-    partials[P_CHK_WT] += chk;
+    partials[P_CHK_DW] -= (double)chk + slow_chk;
+    partials[P_CHK_WT] += (double)chk + slow_chk;
   } else {
     const float *nk = b->buf;
-    double total = 0;
+    double total = 0, dchk = 0;
     for (uint32_t k = 0; k < K; k++) {
       s += lgamma(V * beta) - lgamma(nk[k] + V * beta);
       total += nk[k];
       err += nk[k] < 0 || nk[k] != floorf(nk[k]);
-      chk += nk[k] * topic_weight(k);
+      dchk += nk[k] * (double)tw[k];
     }
     err += total != (double)w->meta.n_tokens;
     partials[P_TOTAL] += s;
-    partials[P_CHK_WT] -= chk;
+    partials[P_CHK_WT] -= dchk;
   }
   partials[P_ERR] += err;
   return 0;
@@ -785,6 +888,8 @@ int strata__lda_layout(const strata_problem *prob, strata__lda_view *v) {
   v->wlocal = pv->wlocal;
   v->dblock = pv->dblock;
   v->dlocal = pv->dlocal;
+  v->slot_word = pv->slot_word;
+  v->slot_first = pv->slot_first;
   return 0;
 }
 
@@ -792,4 +897,73 @@ const int32_t *strata__lda_doc_row(const strata__lda_view *v, uint32_t d, uint32
   lda_res r = res_view(v->prob->resident[v->dblock[d]].buf);
   *len = r.len[v->dlocal[d]];
   return r.ndk + (size_t)v->dlocal[d] * v->K;
+}
+
+/* Decimal digits of x into p, returning the end. */
+static char *put_u32(char *p, uint32_t x) {
+  char tmp[10];
+  int n = 0;
+  do {
+    tmp[n++] = (char)('0' + x % 10);
+    x /= 10;
+  } while (x);
+  while (n) *p++ = tmp[--n];
+  return p;
+}
+
+/*
+ * z.txt: documents in corpus order, each as its token count and then
+ * word:topic per token (the format of WarpLDA's -dumpz, which strata
+ * lda-eval reads), the words kept at load for it (lda_priv.slot_word).
+ */
+int strata__lda_write_z(FILE *f, void *ud) {
+  const strata__lda_view *v = ud;
+  const strata_problem *prob = v->prob;
+  const uint32_t K = v->K, B = (uint32_t)prob->n_resident;
+  if (!v->slot_word) return strata_err_set(STRATA_EINVAL, "lda: no words kept for z.txt");
+  enum { BUF = 64 * 1024 };
+  char *buf = strata_malloc(BUF);
+  /* each document's first slot, by block and place: first[dfirst[b] + dl] */
+  uint64_t *dfirst = strata_malloc(((size_t)B + 1) * sizeof *dfirst);
+  uint64_t *first = strata_malloc(((size_t)v->n_docs + 1) * sizeof *first);
+  int rc = 0;
+  if (!buf || !dfirst || !first) {
+    rc = strata_err_set(STRATA_ENOMEM, "lda: out of memory writing z");
+    goto done;
+  }
+  dfirst[0] = 0;
+  for (uint32_t b = 0; b < B; b++) {
+    lda_res r = res_view(prob->resident[b].buf);
+    uint64_t slot = 0;
+    for (uint32_t dl = 0; dl < r.h->n_docs; dl++) {
+      first[dfirst[b] + dl] = slot;
+      slot += r.len[dl];
+    }
+    dfirst[b + 1] = dfirst[b] + r.h->n_docs;
+  }
+  for (uint32_t d = 0; d < v->n_docs && !rc; d++) {
+    const uint32_t bi = v->dblock[d], dl = v->dlocal[d];
+    lda_res r = res_view(prob->resident[bi].buf);
+    const uint32_t *word = v->slot_word + v->slot_first[bi];
+    const uint64_t slot = first[dfirst[bi] + dl];
+    char *p = put_u32(buf, r.len[dl]);
+    for (uint64_t s = slot, e = slot + r.len[dl]; s < e; s++) {
+      if (p - buf > BUF - 32) {
+        if (fwrite(buf, 1, (size_t)(p - buf), f) != (size_t)(p - buf)) rc = STRATA_EIO;
+        p = buf;
+      }
+      *p++ = ' ';
+      p = put_u32(p, word[s]);
+      *p++ = ':';
+      p = put_u32(p, r.z[s] < K ? r.z[s] : K);
+    }
+    *p++ = '\n';
+    if (!rc && fwrite(buf, 1, (size_t)(p - buf), f) != (size_t)(p - buf)) rc = STRATA_EIO;
+  }
+  if (rc) rc = strata_err_set(STRATA_EIO, "write failed");
+done:
+  strata_free(buf);
+  strata_free(dfirst);
+  strata_free(first);
+  return rc;
 }

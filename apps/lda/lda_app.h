@@ -5,6 +5,7 @@
 #define STRATA_APPS_LDA_APP_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "strata/app.h"
 
@@ -15,6 +16,8 @@ typedef struct strata__lda_view {
   const char *const *vocab; /* V words, or NULL (ids are printed) */
   const strata_problem *prob;
   const uint32_t *wblock, *wlocal, *dblock, *dlocal;
+  const uint32_t *slot_word;  /* with a --topics-out: each token's word, by block and slot */
+  const uint64_t *slot_first; /* resident block b's slots from slot_first[b] */
 } strata__lda_view;
 
 int strata__lda_layout(const strata_problem *prob, strata__lda_view *v);
@@ -26,9 +29,15 @@ static inline const float *strata__lda_word_row(const strata__lda_view *v, uint3
 }
 
 /* export_model: DIR/topics.txt (top words per topic), doc_topics.tsv
- * (proportions per document), word_topic.f32 (V x K counts), meta.json. */
+ * (proportions per document), word_topic.f32 (V x K counts), z.txt (every
+ * token's word and topic, strata__lda_write_z), meta.json. */
 int strata__lda_export(const void *cfg, const strata_setup *setup, const strata_problem *prob,
                        const char *dir);
+
+/* A strata_fill_fn for DIR/z.txt (ud: the view): one line per document in
+ * corpus order, "N word:topic ..." (WarpLDA's -dumpz format), from the
+ * words lda_load keeps when there is a --topics-out. */
+int strata__lda_write_z(FILE *f, void *ud);
 
 /* The app's top-words setting, read by the export (from the config). */
 int strata__lda_top(const void *cfg);

@@ -20,7 +20,7 @@
 /* mf, lda, mlr, dml. */
 STRATA_EXPORT extern const strata_app *const strata_bundled_apps[];
 STRATA_EXPORT extern const int strata_n_bundled_apps;
-/* mf-predict, mlr-predict. */
+/* mf-predict, mlr-predict, lda-eval. */
 STRATA_EXPORT extern const strata_command strata_bundled_commands[];
 STRATA_EXPORT extern const int strata_n_bundled_commands;
 
