@@ -580,10 +580,19 @@ static void check_workers(live *l, double now) {
     all_waiting &= c->waiting;
     if (now - c->steps_at < still) still = now - c->steps_at;
     if (progress_on && !c->waiting && now - c->steps_at > T) {
-      snprintf(why, sizeof why,
-               "no progress for %.1f s while it waited for no other rank (stall timeout %.1f s): "
-               "it is hung or livelocked in its work",
-               now - c->steps_at, T);
+      /* A stopped process's beats end when it stops, its steps at its last
+       * step, which a slow pass puts seconds earlier: beats missing for
+       * several periods tell a stopped worker from a hung one. */
+      if (now - c->last_beat > 10 * STRATA__LIVE_BEAT)
+        snprintf(why, sizeof why,
+                 "no sign of life for %.1f s and no progress for %.1f s (stall timeout %.1f s): "
+                 "it is stopped, or its host hangs",
+                 now - c->last_beat, now - c->steps_at, T);
+      else
+        snprintf(why, sizeof why,
+                 "no progress for %.1f s while it waited for no other rank (stall timeout %.1f s): "
+                 "it is hung or livelocked in its work",
+                 now - c->steps_at, T);
       lost_worker(l, c, why);
     }
   }

@@ -66,7 +66,7 @@ for ((r = 0; r < NP; r++)); do [ $r = "$victim_rank" ] || survivors="$survivors 
 # scaled 5 s.
 stall_limit() {
   local t
-  t=$(sed -n 's/.*no sign of life for [0-9.]* s (stall timeout \([0-9.]*\) s).*/\1/p' err.txt | head -1)
+  t=$(sed -n 's/.*no sign of life for [^(]*(stall timeout \([0-9.]*\) s).*/\1/p' err.txt | head -1)
   if [ -n "$t" ] && [ "$CASE" = stop-worker ]; then
     limit=$(echo "$t + 5 * ${STRATA_TEST_TIME_SCALE:-1}" | bc)
   else
