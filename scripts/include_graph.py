@@ -62,7 +62,7 @@ def include_edges(src, files):
     return edges
 
 
-def call_edges(build):
+def call_edges(src, build):
     objdir = os.path.join(build, "CMakeFiles", "libstrata.dir")
     defined, used = {}, {}
     for root, _, files in os.walk(objdir):
@@ -70,7 +70,12 @@ def call_edges(build):
             if not f.endswith(".c.o"):
                 continue
             obj = os.path.join(root, f)
-            mod = module(os.path.relpath(obj, objdir)[: -len(".o")])
+            rel = os.path.relpath(obj, objdir)[: -len(".o")]
+            # An object whose source is gone (a build directory older than
+            # the checkout) says nothing about the code.
+            if not os.path.exists(os.path.join(src, rel)):
+                continue
+            mod = module(rel)
             out = subprocess.run(["nm", obj], capture_output=True, text=True, check=True).stdout
             for line in out.splitlines():
                 parts = line.split()
@@ -157,7 +162,7 @@ def main(argv):
         return 2
     src, build = args
     lib = sources(src, LIB_DIRS)
-    edges = include_edges(src, lib) | call_edges(build)
+    edges = include_edges(src, lib) | call_edges(src, build)
     failures = []
     mods = sorted({module(f) for f in lib})
     for comp in cycles(mods, {(a, b) for a, b, _ in edges}):
