@@ -178,7 +178,7 @@ static int fast_line(reader *r, const char *s, const char **next) {
   if (*p == '-' || *p == '+') neg = *p++ == '-';
   const char *first = p;
   unsigned d;
-  int64_t label = 0;
+  uint64_t label = 0; /* unsigned: a longer run of digits wraps harmlessly, then is refused */
   while ((d = (unsigned)(unsigned char)*p - '0') <= 9) {
     label = label * 10 + d;
     p++;
@@ -213,7 +213,7 @@ static int fast_line(reader *r, const char *s, const char **next) {
   if (*p == '\r') p++;
   if (*p != '\n') goto other;
   int rc;
-  if ((rc = add_label(r, neg ? -label : label))) return rc;
+  if ((rc = add_label(r, neg ? -(int64_t)label : (int64_t)label))) return rc;
   if (prev > r->max_index) r->max_index = prev;
   if (STRATA__GROW(r->d->row_off, r->n_rows + 2, &r->off_cap, SIZE_MAX)) return nomem(r);
   r->d->row_off[++r->n_rows] = r->nnz;

@@ -60,7 +60,8 @@ static inline const char *strata__scan_plain_f64(const char *s, double *out) {
   int neg = 0;
   if (*s == '+' || *s == '-') neg = *s++ == '-';
   uint64_t mant = 0;
-  int digits = 0, frac = 0, any = 0;
+  size_t digits = 0, frac = 0; /* size_t: no field is long enough to wrap them */
+  int any = 0;
   unsigned d;
   while ((d = (unsigned)(unsigned char)*s - '0') <= 9) {
     mant = mant * 10 + d;

@@ -519,14 +519,14 @@ static inline int64_t fast_id(const char **s) {
   const char *p = *s;
   unsigned d = (unsigned)(unsigned char)*p - '0';
   if (d > 9) return -1;
-  int64_t v = d;
+  uint64_t v = d; /* unsigned: a longer run of digits wraps harmlessly, then is refused */
   const char *first = p;
   while ((d = (unsigned)(unsigned char)*++p - '0') <= 9) v = v * 10 + d;
   if (p - first > 18 || (*p != ' ' && *p != '\t')) return -1;
   do p++;
   while (*p == ' ' || *p == '\t');
   *s = p;
-  return v;
+  return (int64_t)v;
 }
 
 /* The lines of a block [s, end) (whole lines, each ending in '\n'), the
