@@ -47,6 +47,14 @@ make -C "$GAP" pr >/dev/null
 GAP_COMMIT=$(git -C "$GAP" rev-parse HEAD 2>/dev/null || echo unknown)
 GAP_FLAGS=$(make -C "$GAP" -n -B pr 2>/dev/null | grep 'src/pr.cc' | head -1 | sed 's/ src\/pr.cc.*//') || true
 CXX_VERSION=$(${CXX:-g++} --version | head -1)
+# The CPU, on every JSON line: model, family/model, AVX2 and AVX-512.
+CPU=$(lscpu | python3 -c '
+import re, sys
+t = sys.stdin.read()
+f = lambda k: (re.search(r"^%s:\s*(.*)$" % k, t, re.M) or [None, "?"])[1].strip()
+isa = ", ".join(x for x in ("avx2", "avx512f") if x in f("Flags").split()) or "no AVX2"
+print("%s (family %s, model %s; %s), %s CPUs" % (f("Model name"), f("CPU family"), f("Model"), isa, f("CPU\\(s\\)")))')
+export CPU
 
 if [ ! -x "$BUILD/strata-pagerank" ]; then
   cmake -S "$STRATA_ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSTRATA_BUILD_BENCH=ON \
@@ -84,11 +92,11 @@ gap() {
   local log=$TMP/gap.log
   OMP_NUM_THREADS=$3 "$GAP/pr" -f "$2" -i 20 -t 0 -n "$4" >"$log"
   python3 - "$1" "$3" "$log" <<'PY' >>"$JSONL"
-import json, re, sys
+import json, os, re, sys
 name, threads, log = sys.argv[1], int(sys.argv[2]), open(sys.argv[3]).read()
 grab = lambda k: [float(x) for x in re.findall(k + r":\s+([0-9.]+)", log)]
 trials = grab("Trial Time")
-print(json.dumps({"graph": name, "system": "gap", "threads": threads,
+print(json.dumps({"graph": name, "system": "gap", "threads": threads, "cpu": os.environ["CPU"],
                   "read_s": grab("Read Time")[0], "build_s": grab("Build Time")[0],
                   "trial_s": trials, "iteration_ms": sorted(trials)[len(trials) // 2] / 20 * 1e3}))
 PY
@@ -105,12 +113,17 @@ strata() {
       --metrics-out "$m" "$@"
   fi >/dev/null
   python3 - "$name" "$w" "$m" "$*" <<'PY' >>"$JSONL"
-import json, sys
+import json, os, statistics, sys
 name, w, m, flags = sys.argv[1], int(sys.argv[2]), json.load(open(sys.argv[3])), sys.argv[4]
-print(json.dumps({"graph": name, "system": "strata", "threads": max(w, 1),
+# CPU seconds of all workers in a pass, median over passes 2..N: what the
+# pass cost, whatever share of the cores the machine's load left it.
+cpu = [sum(x["cpu_s"] for x in p["workers"]) for p in m["per_pass"][1:]]
+print(json.dumps({"graph": name, "system": "strata", "threads": max(w, 1), "cpu": os.environ["CPU"],
                   "mode": "serial" if w == 0 else "scheduled", "flags": flags,
                   "load_s": m["load_s"] + m["setup_s"], "setup_s": m["setup_s"],
-                  "iteration_ms": m["time_per_pass_s"] * 1e3, "vertices": m["vertices"],
+                  "iteration_ms": m["time_per_pass_s"] * 1e3,
+                  "cpu_ms_per_pass": statistics.median(cpu) * 1e3 if cpu else None,
+                  "vertices": m["vertices"],
                   "edges": m["edges"], "git": m["build"].get("git_rev", ""),
                   "build_flags": m["build"].get("flags", "")}))
 PY
@@ -141,17 +154,21 @@ cpu = "%s (family %s, model %s; %s), %s CPUs" % (field("Model name"), field("CPU
                                                  field("Model"), isa, field("CPU\\(s\\)"))
 load = open("/proc/loadavg").read().split()[:3]
 med = lambda xs: statistics.median(xs) if xs else float("nan")
+mine = [r for r in rows if r["system"] == "strata"]
+strata_git = ", ".join(sorted({r["git"] for r in mine})) or "?"
+strata_flags = ", ".join(sorted({r["build_flags"] for r in mine})) or "?"
 def pick(graph, system, threads, flags=None):
     return [r for r in rows if r["graph"] == graph and r["system"] == system and
             r["threads"] == threads and (flags is None or r.get("flags", "") == flags)]
 out = ["# strata pagerank against GAP's pr", "",
        "CPU: %s; load average at the end %s. GAP: gapbs %s, `make pr` (`%s`; %s), "
-       "`pr -f FILE -i 20 -t 0 -n N` with OMP_NUM_THREADS 1 and 2. strata: `--truth-iters 0`, "
-       "serial and 2 workers (`mpirun -np 3`). Medians of %s interleaved rounds; "
-       "ms per iteration: GAP's trial over its 20 iterations, strata's time per pass (passes "
-       "2..N)." % (cpu, " ".join(load), commit[:12], flags, cxx, R), ""]
-out += ["| graph | system | threads | load s (GAP: read + build) | ms per iteration | x GAP, same threads |",
-        "|---|---|---|---|---|---|"]
+       "`pr -f FILE -i 20 -t 0 -n N` with OMP_NUM_THREADS 1 and 2. strata: commit %s (%s), "
+       "`--truth-iters 0`, serial and 2 workers (`mpirun -np 3`). Medians of %s interleaved "
+       "rounds; ms per iteration: GAP's trial over its 20 iterations, strata's time per pass "
+       "(passes 2..N); strata's CPU ms: all workers' CPU time in a pass." % (
+           cpu, " ".join(load), commit[:12], flags, cxx, strata_git, strata_flags, R), ""]
+out += ["| graph | system | threads | load s (GAP: read + build) | ms per iteration | x GAP, same threads | strata CPU ms a pass |",
+        "|---|---|---|---|---|---|---|"]
 for graph in ("kron22", "slashdot"):
     for threads in (1, 2):
         g = pick(graph, "gap", threads)
@@ -159,24 +176,28 @@ for graph in ("kron22", "slashdot"):
             continue
         g_load = med([x["read_s"] + x["build_s"] for x in g])
         g_it = med([x["iteration_ms"] for x in g])
-        out.append("| %s | GAP pr | %d | %.2f (%.2f + %.2f) | %.2f | 1.00 |" % (
+        out.append("| %s | GAP pr | %d | %.2f (%.2f + %.2f) | %.2f | 1.00 | |" % (
             graph, threads, g_load, med([x["read_s"] for x in g]), med([x["build_s"] for x in g]), g_it))
         s = pick(graph, "strata", threads, "")
         if s:
             s_it = med([x["iteration_ms"] for x in s])
-            out.append("| %s | strata %s | %d | %.2f | %.2f | %.2f |" % (
+            out.append("| %s | strata %s | %d | %.2f | %.2f | %.2f | %.2f |" % (
                 graph, "serial" if threads == 1 else "2 workers", threads,
-                med([x["load_s"] for x in s]), s_it, s_it / g_it))
+                med([x["load_s"] for x in s]), s_it, s_it / g_it, med([x["cpu_ms_per_pass"] for x in s])))
         s = pick(graph, "strata", threads, "--min-share 0")
         if s:
             s_it = med([x["iteration_ms"] for x in s])
-            out.append("| %s | strata 2 workers, blocks spread (`--min-share 0`) | %d | %.2f | %.2f | %.2f |" % (
-                graph, threads, med([x["load_s"] for x in s]), s_it, s_it / g_it))
+            out.append("| %s | strata 2 workers, blocks spread (`--min-share 0`) | %d | %.2f | %.2f | %.2f | %.2f |" % (
+                graph, threads, med([x["load_s"] for x in s]), s_it, s_it / g_it,
+                med([x["cpu_ms_per_pass"] for x in s])))
 ser = pick("slashdot", "strata", 1, "")
 two = pick("slashdot", "strata", 2, "")
 if ser and two:
-    out += ["", "soc-Slashdot0902: strata 2 workers' ms per pass over serial's: %.2f" % (
-        med([x["iteration_ms"] for x in two]) / med([x["iteration_ms"] for x in ser]))]
+    ratio = lambda k: med([x[k] for x in two]) / med([x[k] for x in ser])
+    each = " ".join("%.2f" % (b["iteration_ms"] / a["iteration_ms"]) for a, b in zip(ser, two))
+    out += ["", "soc-Slashdot0902: strata 2 workers over serial: %.2f in ms per pass (round by "
+            "round: %s), %.2f in CPU ms per pass" % (ratio("iteration_ms"), each,
+                                                     ratio("cpu_ms_per_pass"))]
 open(sys.argv[2], "w").write("\n".join(out) + "\n")
 print("\n".join(out))
 PY
