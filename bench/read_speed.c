@@ -39,8 +39,7 @@ static const strata_option rs_options[] = {
      NULL},
     {"file", 'f', STRATA_OPT_STRING, O(file), NULL, "FILE", 0, 0, NULL, "the file (required)",
      NULL},
-    {"repeat", 'n', STRATA_OPT_INT, O(repeat), "5", "R", 1, MOST_RUNS, NULL, "measured runs",
-     NULL},
+    {"repeat", 'n', STRATA_OPT_INT, O(repeat), "5", "R", 1, MOST_RUNS, NULL, "measured runs", NULL},
     {"threads", 't', STRATA_OPT_INT, O(threads), "0", "T", 0, 64, NULL,
      "graph: threads (0: as many as this process may run on)", NULL},
     {NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL, NULL, NULL}};
@@ -82,9 +81,11 @@ int main(int argc, char **argv) {
       strcmp(o.reader, "graph"))
     rc = strata_err_set(STRATA_EUSAGE, "--reader: expected ratings, libsvm or graph");
   if (rc || help) {
-    if (rc) fprintf(stderr, PROG ": %s\n", strata_err_msg());
+    if (rc)
+      fprintf(stderr, PROG ": %s\n", strata_err_msg());
     else {
-      printf("usage: " PROG " --file FILE [options]\n"
+      printf("usage: " PROG
+             " --file FILE [options]\n"
              "How fast the data readers parse a file.\n\n");
       strata_options_help(stdout, &g, 1);
     }

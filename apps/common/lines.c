@@ -197,8 +197,7 @@ static int read_more(strata_lines *rd) {
     return 0;
   }
   ssize_t got;
-  do
-    got = read(rd->fd, rd->buf + rd->end, want);
+  do got = read(rd->fd, rd->buf + rd->end, want);
   while (got < 0 && errno == EINTR);
   if (got < 0)
     return strata_err_set(STRATA_EIO, "%s:%zu: read error: %s", rd->path, rd->lineno + 1,
@@ -303,8 +302,8 @@ int strata_lines_fits(const strata_lines *rd, double bytes, const char *hint, co
 }
 
 const double strata__pow10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                     1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                     1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+                                  1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                  1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
 /* Plain decimals ("4", "3.5", "-0.25") take the fast path: with at most 15
  * significant digits the mantissa and the power of ten are both exact

@@ -180,8 +180,7 @@ static void part_free(part *p) {
   p->first = p->last = NULL;
   strata_free(p->bits);
   p->bits = NULL;
-  if (p->open)
-    strata_lines_close(&p->rd);
+  if (p->open) strata_lines_close(&p->rd);
   p->open = 0;
 }
 
@@ -198,7 +197,7 @@ static double graph_need(int mm, uint64_t n, uint64_t room, uint64_t raw) {
  * every range's chunks): 0 or STRATA_ENOMEM naming line lineno. */
 static int new_chunk(part *p, int wide, size_t lineno) {
   read_ctx *cx = p->cx;
-  uint32_t cap = !p->last                          ? CHUNK_FIRST
+  uint32_t cap = !p->last                         ? CHUNK_FIRST
                  : p->last->cap >= CHUNK_MOST / 2 ? CHUNK_MOST
                                                   : p->last->cap * 2;
   size_t bytes = sizeof(edge_chunk) + (size_t)cap * (wide ? 16 : 8);
@@ -207,8 +206,7 @@ static int new_chunk(part *p, int wide, size_t lineno) {
   p->rd.lineno = lineno;
   int rc = strata_lines_fits(&p->rd, graph_need(cx->mm, cx->mm_n, room, raw), NULL,
                              "room for %llu edges needs", (unsigned long long)room);
-  if (rc)
-    return rc;
+  if (rc) return rc;
   edge_chunk *c = strata_malloc(bytes);
   if (!c)
     return strata_err_set(STRATA_ENOMEM, "%s:%zu: out of memory for %llu edges", cx->path, lineno,
@@ -228,8 +226,7 @@ static inline int put_edge(part *p, uint64_t a, uint64_t b, size_t lineno) {
   int wide = (a | b) > UINT32_MAX;
   if (!c || c->n == c->cap || (wide && !c->wide)) {
     int rc = new_chunk(p, wide || (c && c->wide), lineno);
-    if (rc)
-      return rc;
+    if (rc) return rc;
     c = p->last;
   }
   if (c->wide) {
@@ -244,16 +241,14 @@ static inline int put_edge(part *p, uint64_t a, uint64_t b, size_t lineno) {
   c->n++;
   p->m++;
   uint64_t hi = a > b ? a : b;
-  if (hi > p->max_id)
-    p->max_id = hi;
+  if (hi > p->max_id) p->max_id = hi;
   return 0;
 }
 
 /* A Matrix Market entry (a, b): the edge a -> b, and b -> a when symmetric. */
 static inline int put_entry(part *p, uint64_t a, uint64_t b, size_t lineno) {
   int rc = put_edge(p, a, b, lineno);
-  if (!rc && p->cx->mm && p->cx->sym && a != b)
-    rc = put_edge(p, b, a, lineno);
+  if (!rc && p->cx->mm && p->cx->sym && a != b) rc = put_edge(p, b, a, lineno);
   return rc;
 }
 
@@ -292,13 +287,11 @@ static int general_line(part *p, size_t lineno, int first, const char *s, const 
                               "%s:1: only 'matrix coordinate' Matrix Market files "
                               "hold graphs",
                               path);
-      if (k == 5)
-        cx->sym = fe - f == 9 && !strncasecmp(f, "symmetric", 9);
+      if (k == 5) cx->sym = fe - f == 9 && !strncasecmp(f, "symmetric", 9);
     }
     return 0;
   }
-  if (strata_field_blank(s, e) || *s == '#' || (cx->mm && *s == '%'))
-    return 0;
+  if (strata_field_blank(s, e) || *s == '#' || (cx->mm && *s == '%')) return 0;
   const char *r = s, *f1, *e1, *f2, *e2, *f3, *e3;
   uint64_t a, b;
   if (!strata_field_next(&r, e, &f1, &e1) || !strata_field_next(&r, e, &f2, &e2) ||
@@ -320,12 +313,11 @@ static int general_line(part *p, size_t lineno, int first, const char *s, const 
     uint64_t nnz = cx->mm_nnz;
     uint64_t promised = nnz > UINT64_MAX / 16 ? UINT64_MAX / 16 : nnz * (cx->sym ? 2 : 1);
     p->rd.lineno = lineno;
-    int rc = strata_lines_fits(&p->rd, graph_need(1, cx->mm_n, promised, promised * 8), NULL,
-                               "a %llu x %llu matrix of %llu entr%s needs", (unsigned long long)a,
-                               (unsigned long long)b, (unsigned long long)nnz,
-                               nnz == 1 ? "y" : "ies");
-    if (rc)
-      return rc;
+    int rc =
+        strata_lines_fits(&p->rd, graph_need(1, cx->mm_n, promised, promised * 8), NULL,
+                          "a %llu x %llu matrix of %llu entr%s needs", (unsigned long long)a,
+                          (unsigned long long)b, (unsigned long long)nnz, nnz == 1 ? "y" : "ies");
+    if (rc) return rc;
     cx->sized = 1;
     return 0;
   }
@@ -355,21 +347,14 @@ static int scan_block(part *p, const char *s, const char *end) {
     uint64_t a, b;
     unsigned d = (unsigned)(unsigned char)*s - '0';
     int k;
-    if (d > 9)
-      goto general;
-    for (a = d, k = 1; (d = (unsigned)(unsigned char)*++s - '0') <= 9; k++)
-      a = a * 10 + d;
-    if (k > 19 || (*s != ' ' && *s != '\t'))
-      goto general;
-    do
-      s++;
+    if (d > 9) goto general;
+    for (a = d, k = 1; (d = (unsigned)(unsigned char)*++s - '0') <= 9; k++) a = a * 10 + d;
+    if (k > 19 || (*s != ' ' && *s != '\t')) goto general;
+    do s++;
     while (*s == ' ' || *s == '\t');
-    if ((d = (unsigned)(unsigned char)*s - '0') > 9)
-      goto general;
-    for (b = d, k = 1; (d = (unsigned)(unsigned char)*++s - '0') <= 9; k++)
-      b = b * 10 + d;
-    if (k > 19)
-      goto general;
+    if ((d = (unsigned)(unsigned char)*s - '0') > 9) goto general;
+    for (b = d, k = 1; (d = (unsigned)(unsigned char)*++s - '0') <= 9; k++) b = b * 10 + d;
+    if (k > 19) goto general;
     if (*s == '\n')
       s++;
     else if (*s == '\r' && s[1] == '\n')
@@ -378,17 +363,13 @@ static int scan_block(part *p, const char *s, const char *end) {
       s = (const char *)memchr(s, '\n', (size_t)(end - s)) + 1;
     else
       goto general;
-    if (mm && (a < 1 || b < 1 || a > rows || b > cols))
-      goto general; /* which words the error */
-    if ((rc = put_entry(p, a, b, lineno)))
-      return rc;
+    if (mm && (a < 1 || b < 1 || a > rows || b > cols)) goto general; /* which words the error */
+    if ((rc = put_entry(p, a, b, lineno))) return rc;
     continue;
   general:;
     const char *nl = memchr(ls, '\n', (size_t)(end - ls)), *e = nl;
-    if (e > ls && e[-1] == '\r')
-      e--;
-    if ((rc = general_line(p, lineno, 0, ls, e)))
-      return rc;
+    if (e > ls && e[-1] == '\r') e--;
+    if ((rc = general_line(p, lineno, 0, ls, e))) return rc;
     s = nl + 1;
   }
   return 0;
@@ -401,8 +382,7 @@ static void *scan_part(void *arg) {
   read_ctx *cx = p->cx;
   int rc = 0;
   if (!p->open) {
-    if ((rc = strata_lines_open_range(&p->rd, cx->path, p->start, p->stop)))
-      goto done;
+    if ((rc = strata_lines_open_range(&p->rd, cx->path, p->start, p->stop))) goto done;
     p->open = 1;
   }
   const char *blk;
@@ -412,13 +392,11 @@ static void *scan_part(void *arg) {
       rc = STRATA_EINVAL; /* the message is the failed range's */
       break;
     }
-    if ((rc = scan_block(p, blk, blk + len)))
-      break;
+    if ((rc = scan_block(p, blk, blk + len))) break;
   }
 done:
   p->rc = rc < 0 ? rc : 0;
-  if (rc < 0)
-    __atomic_store_n(&cx->failed, 1, __ATOMIC_RELAXED);
+  if (rc < 0) __atomic_store_n(&cx->failed, 1, __ATOMIC_RELAXED);
   return NULL;
 }
 
@@ -426,8 +404,7 @@ done:
 static void run_parts(part *parts, int np, void *(*fn)(void *)) {
   pthread_t th[MOST_PARTS];
   int started[MOST_PARTS] = {0};
-  for (int k = 1; k < np; k++)
-    started[k] = pthread_create(&th[k], NULL, fn, &parts[k]) == 0;
+  for (int k = 1; k < np; k++) started[k] = pthread_create(&th[k], NULL, fn, &parts[k]) == 0;
   fn(&parts[0]);
   for (int k = 1; k < np; k++) {
     if (started[k])
@@ -458,8 +435,7 @@ static void *mark_part(void *arg) {
         bits[chunk64(c)[e] >> 6] |= 1ull << (chunk64(c)[e] & 63);
     } else {
       const uint32_t *d = chunk32(c);
-      for (uint32_t e = 0; e < 2 * c->n; e++)
-        bits[d[e] >> 6] |= 1ull << (d[e] & 63);
+      for (uint32_t e = 0; e < 2 * c->n; e++) bits[d[e] >> 6] |= 1ull << (d[e] & 63);
     }
   }
   return NULL;
@@ -473,8 +449,7 @@ static inline uint32_t dense_rank(const read_ctx *cx, uint64_t id) {
 static inline id_slot *slot_of(const read_ctx *cx, uint64_t id) {
   size_t mask = ((size_t)1 << cx->slot_bits) - 1;
   size_t h = (size_t)((id * 0x9E3779B97F4A7C15ull) >> (64 - cx->slot_bits));
-  while (cx->slots[h].v1 && cx->slots[h].id != id)
-    h = (h + 1) & mask;
+  while (cx->slots[h].v1 && cx->slots[h].id != id) h = (h + 1) & mask;
   return &cx->slots[h];
 }
 
@@ -530,44 +505,36 @@ static int hash_ids(read_ctx *cx, part *parts, int np, uint64_t *n_out) {
   uint64_t n = 0;
   cx->slot_bits = 10;
   cx->slots = strata_calloc((size_t)1 << cx->slot_bits, sizeof *cx->slots);
-  if (!cx->slots)
-    return -1;
+  if (!cx->slots) return -1;
   for (int k = 0; k < np; k++)
     for (edge_chunk *c = parts[k].first; c; c = c->next)
       for (uint32_t e = 0; e < 2 * c->n; e++) {
         uint64_t id = c->wide ? chunk64(c)[e] : chunk32(c)[e];
         id_slot *s = slot_of(cx, id);
-        if (s->v1)
-          continue;
+        if (s->v1) continue;
         s->id = id;
         s->v1 = 1;
         /* A load of at most one half keeps the probes short. */
         if (++n * 2 > ((uint64_t)1 << cx->slot_bits)) {
           unsigned bits = cx->slot_bits + 1;
           id_slot *old = cx->slots, *nw = strata_calloc((size_t)1 << bits, sizeof *nw);
-          if (!nw)
-            return -1;
+          if (!nw) return -1;
           size_t olds = (size_t)1 << cx->slot_bits;
           cx->slots = nw;
           cx->slot_bits = bits;
           for (size_t i = 0; i < olds; i++)
-            if (old[i].v1)
-              *slot_of(cx, old[i].id) = old[i];
+            if (old[i].v1) *slot_of(cx, old[i].id) = old[i];
           strata_free(old);
         }
       }
-  if (n > UINT32_MAX)
-    return -2;
+  if (n > UINT32_MAX) return -2;
   uint64_t *ids = strata_malloc(n * 8 + 8);
-  if (!ids)
-    return -1;
+  if (!ids) return -1;
   size_t k = 0;
   for (size_t i = 0; i < ((size_t)1 << cx->slot_bits); i++)
-    if (cx->slots[i].v1)
-      ids[k++] = cx->slots[i].id;
+    if (cx->slots[i].v1) ids[k++] = cx->slots[i].id;
   qsort(ids, n, 8, cmp_u64);
-  for (uint64_t v = 0; v < n; v++)
-    slot_of(cx, ids[v])->v1 = (uint32_t)v + 1;
+  for (uint64_t v = 0; v < n; v++) slot_of(cx, ids[v])->v1 = (uint32_t)v + 1;
   cx->g->ids = ids;
   *n_out = n;
   return 0;
@@ -581,33 +548,26 @@ static int dense_ids(read_ctx *cx, part *parts, int np, uint64_t m, uint64_t max
   size_t words = (size_t)(max_id >> 6) + 1;
   int own = (uint64_t)(np - 1) * words <= m;
   for (int k = 0; k < (own ? np : 1); k++)
-    if (!(parts[k].bits = strata_calloc(words, 8)))
-      return -1;
+    if (!(parts[k].bits = strata_calloc(words, 8))) return -1;
   if (own) {
     run_parts(parts, np, mark_part);
   } else {
-    for (int k = 1; k < np; k++)
-      parts[k].bits = parts[0].bits;
-    for (int k = 0; k < np; k++)
-      mark_part(&parts[k]);
-    for (int k = 1; k < np; k++)
-      parts[k].bits = NULL;
+    for (int k = 1; k < np; k++) parts[k].bits = parts[0].bits;
+    for (int k = 0; k < np; k++) mark_part(&parts[k]);
+    for (int k = 1; k < np; k++) parts[k].bits = NULL;
     np = 1;
   }
   uint64_t *bits = parts[0].bits;
   for (int k = 1; k < np; k++)
-    for (size_t w = 0; w < words; w++)
-      bits[w] |= parts[k].bits[w];
-  if (!(cx->rank = strata_malloc(words * 4)))
-    return -1;
+    for (size_t w = 0; w < words; w++) bits[w] |= parts[k].bits[w];
+  if (!(cx->rank = strata_malloc(words * 4))) return -1;
   uint64_t n = 0;
   for (size_t w = 0; w < words; w++) {
     cx->rank[w] = (uint32_t)n;
     n += (uint64_t)__builtin_popcountll(bits[w]);
   }
   uint64_t *ids = strata_malloc(n * 8 + 8);
-  if (!ids)
-    return -1;
+  if (!ids) return -1;
   for (size_t w = 0, v = 0; w < words; w++)
     for (uint64_t x = bits[w]; x; x &= x - 1)
       ids[v++] = (uint64_t)w * 64 + (uint64_t)__builtin_ctzll(x);
@@ -624,36 +584,30 @@ static int build_graph(read_ctx *cx, part *parts, int np, pr_graph *g) {
   for (int k = 0; k < np; k++) {
     parts[k].out = m;
     m += parts[k].m;
-    if (parts[k].max_id > max_id)
-      max_id = parts[k].max_id;
+    if (parts[k].max_id > max_id) max_id = parts[k].max_id;
   }
   if (cx->mm && !cx->sized)
     return strata_err_set(STRATA_EPARSE, "%s: a Matrix Market header without its size line", path);
-  if (!m)
-    return strata_err_set(STRATA_EEMPTY, "%s: no edges", path);
+  if (!m) return strata_err_set(STRATA_EEMPTY, "%s: no edges", path);
   cx->g = g;
   g->src = strata_malloc(m * 4);
   g->dst = strata_malloc(m * 4);
-  if (!g->src || !g->dst)
-    return strata_err_set(STRATA_ENOMEM, "%s: out of memory", path);
+  if (!g->src || !g->dst) return strata_err_set(STRATA_ENOMEM, "%s: out of memory", path);
   if (cx->mm) {
     /* Matrix Market's vertices are 1..max(rows, cols), edges or not (the
      * size line checked their number). */
     n = cx->mm_n;
     if (!(g->ids = strata_malloc(n * 8)))
       return strata_err_set(STRATA_ENOMEM, "%s: out of memory", path);
-    for (uint64_t v = 0; v < n; v++)
-      g->ids[v] = v + 1;
+    for (uint64_t v = 0; v < n; v++) g->ids[v] = v + 1;
   } else {
     /* Ids are numbered densely in increasing order: by a bitmap when they
      * are dense enough that it is no bigger than the edges, else through a
      * hash table and a sort of the distinct ids. */
     int rc = max_id < UINT32_MAX && (max_id >> 6) <= m ? dense_ids(cx, parts, np, m, max_id, &n)
-                                                      : hash_ids(cx, parts, np, &n);
-    if (rc == -2)
-      return strata_err_set(STRATA_ERANGE, "%s: more than 2^32 - 1 vertices", path);
-    if (rc)
-      return strata_err_set(STRATA_ENOMEM, "%s: out of memory", path);
+                                                       : hash_ids(cx, parts, np, &n);
+    if (rc == -2) return strata_err_set(STRATA_ERANGE, "%s: more than 2^32 - 1 vertices", path);
+    if (rc) return strata_err_set(STRATA_ENOMEM, "%s: out of memory", path);
   }
   run_parts(parts, np, map_part);
   g->n = (uint32_t)n;
@@ -667,29 +621,24 @@ static int read_graph(const char *path, pr_graph *g, int threads, uint64_t min_p
   part parts[MOST_PARTS];
   memset(parts, 0, sizeof parts);
   int np = 1, rc;
-  for (int k = 0; k < MOST_PARTS; k++)
-    parts[k].cx = &cx;
+  for (int k = 0; k < MOST_PARTS; k++) parts[k].cx = &cx;
   part *p0 = &parts[0];
-  if ((rc = strata_lines_open(&p0->rd, path)))
-    return rc;
+  if ((rc = strata_lines_open(&p0->rd, path))) return rc;
   p0->open = 1;
   /* The head, one line at a time: the first line (the Matrix Market header,
    * if it is one) and, in Matrix Market, every line to the size line. */
   const char *s;
   size_t len;
   while ((rc = strata_lines_next(&p0->rd, &s, &len)) == 1) {
-    if ((rc = general_line(p0, p0->rd.lineno, p0->rd.lineno == 1, s, s + len)))
-      goto done;
-    if (!cx.mm || cx.sized)
-      break;
+    if ((rc = general_line(p0, p0->rd.lineno, p0->rd.lineno == 1, s, s + len))) goto done;
+    if (!cx.mm || cx.sized) break;
   }
   if (rc < 0)
     goto done;
   uint64_t at = strata_lines_offset(&p0->rd), size = p0->rd.size, rest = size > at ? size - at : 0;
   if (!p0->rd.gz && threads > 1 && rest / 2 >= min_part) {
     np = (int)(rest / min_part < (uint64_t)threads ? rest / min_part : (uint64_t)threads);
-    if (np > MOST_PARTS)
-      np = MOST_PARTS;
+    if (np > MOST_PARTS) np = MOST_PARTS;
     strata_lines_close(&p0->rd);
     p0->open = 0;
     for (int k = 0; k < np; k++) {
@@ -698,41 +647,34 @@ static int read_graph(const char *path, pr_graph *g, int threads, uint64_t min_p
     }
   }
   run_parts(parts, np, scan_part);
-  for (int k = 0; k < np && !rc; k++)
-    rc = parts[k].rc;
+  for (int k = 0; k < np && !rc; k++) rc = parts[k].rc;
   if (rc) {
     /* A range's message names its line within the range: read again by one
      * thread, which names the first bad line of the file. */
-    if (np > 1)
-      rc = 1;
+    if (np > 1) rc = 1;
     goto done;
   }
   rc = build_graph(&cx, parts, np, g);
 done:
-  for (int k = 0; k < np; k++)
-    part_free(&parts[k]);
+  for (int k = 0; k < np; k++) part_free(&parts[k]);
   strata_free(cx.rank);
   strata_free(cx.slots);
-  if (rc)
-    pr_graph_free(g);
+  if (rc) pr_graph_free(g);
   return rc;
 }
 
 static int cpus_here(void) {
   cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0)
-    return CPU_COUNT(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
   long k = sysconf(_SC_NPROCESSORS_ONLN);
   return k > 0 ? (int)k : 1;
 }
 
 int pr_graph_read_opts(const char *path, pr_graph *g, int threads, uint64_t min_part) {
   memset(g, 0, sizeof *g);
-  if (threads <= 0)
-    threads = cpus_here();
+  if (threads <= 0) threads = cpus_here();
   int rc = read_graph(path, g, threads, min_part ? min_part : PART_BYTES);
-  if (rc == 1)
-    rc = read_graph(path, g, 1, UINT64_MAX);
+  if (rc == 1) rc = read_graph(path, g, 1, UINT64_MAX);
   return rc;
 }
 

@@ -421,11 +421,9 @@ static int default_subtile_bits(void) {
 #ifdef _SC_LEVEL2_CACHE_SIZE
   l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
 #endif
-  if (l2 <= 0)
-    return 16;
+  if (l2 <= 0) return 16;
   int k = 14;
-  while (k < 18 && (16L << (k + 1)) <= l2)
-    k++;
+  while (k < 18 && (16L << (k + 1)) <= l2) k++;
   return k;
 }
 
@@ -459,20 +457,16 @@ static int by_degree(pr_graph *g, int B, uint32_t **number) {
     strata_free(cnt);
     return oom();
   }
-  for (uint64_t e = 0; e < g->m; e++)
-    key[g->src[e]]++;
+  for (uint64_t e = 0; e < g->m; e++) key[g->src[e]]++;
   for (uint32_t v = 0; v < n; v++) {
     key[v] = ~key[v];
     a[v] = v;
   }
   for (int shift = 0; shift < 32; shift += 8) {
     memset(cnt, 0, 257 * 4);
-    for (uint32_t v = 0; v < n; v++)
-      cnt[((key[a[v]] >> shift) & 255) + 1]++;
-    for (int k = 0; k < 256; k++)
-      cnt[k + 1] += cnt[k];
-    for (uint32_t v = 0; v < n; v++)
-      b[cnt[(key[a[v]] >> shift) & 255]++] = a[v];
+    for (uint32_t v = 0; v < n; v++) cnt[((key[a[v]] >> shift) & 255) + 1]++;
+    for (int k = 0; k < 256; k++) cnt[k + 1] += cnt[k];
+    for (uint32_t v = 0; v < n; v++) b[cnt[(key[a[v]] >> shift) & 255]++] = a[v];
     uint32_t *t = a;
     a = b;
     b = t;
@@ -547,8 +541,7 @@ static int pr_load(const void *vcfg, const strata_setup *setup, strata_problem *
   pv->one = one;
   pv->ids = g.ids;
   g.ids = NULL;
-  if ((rc = by_degree(&g, B, &pv->number)))
-    goto fail;
+  if ((rc = by_degree(&g, B, &pv->number))) goto fail;
   /* CSR by source (counting sort), then the out-degrees. */
   off = strata_calloc((size_t)n + 1, 8);
   adj = strata_malloc(m * 4);
@@ -589,8 +582,7 @@ static int pr_load(const void *vcfg, const strata_setup *setup, strata_problem *
   if (!(bl.first = strata_malloc(((size_t)B + 1) * 4)))
     goto nomem;
   pv->first = bl.first;
-  for (int b = 0; b <= B; b++)
-    bl.first[b] = deal_first(n, B, b);
+  for (int b = 0; b <= B; b++) bl.first[b] = deal_first(n, B, b);
   tiles = strata_calloc((size_t)B * B, sizeof *tiles);
   lens = strata_calloc((size_t)B * B, sizeof *lens);
   if (!tiles || !lens)
@@ -689,8 +681,8 @@ static int pr_load(const void *vcfg, const strata_setup *setup, strata_problem *
     goto nomem;
   prob->meta_len = mlen;
   pr_meta *mt = prob->meta;
-  *mt = (pr_meta){n, (uint32_t)B, (uint32_t)ps, (uint32_t)has_truth, (uint32_t)whole, 0,
-                  cfg->damping};
+  *mt = (pr_meta){n, (uint32_t)B, (uint32_t)ps, (uint32_t)has_truth, (uint32_t)whole,
+                  0, cfg->damping};
   memcpy(mt + 1, bl.first, ((size_t)B + 1) * 4);
   if (ps)
     memcpy((uint32_t *)(mt + 1) + B + 1, deg, (size_t)n * 4);
@@ -725,15 +717,12 @@ static int pr_schedule(const void *cfg, const strata_setup *setup, const strata_
                        strata_schedule *sched) {
   const pr_priv *pv = prob->priv;
   int B = pv->B, rc;
-  if (!pv->one)
-    return strata_schedule_diagonal(sched, setup->workers, B);
-  if ((rc = strata_schedule_init(sched, setup->workers, B, B * B, B, B)))
-    return rc;
+  if (!pv->one) return strata_schedule_diagonal(sched, setup->workers, B);
+  if ((rc = strata_schedule_init(sched, setup->workers, B, B * B, B, B))) return rc;
   for (int t = 0; t < B; t++)
     for (int i = 0; i < B; i++) {
       int j = (i + t) % B;
-      if ((rc = strata_schedule_add(sched, t, 0, (strata_task){i * B + j, i, j})))
-        return rc;
+      if ((rc = strata_schedule_add(sched, t, 0, (strata_task){i * B + j, i, j}))) return rc;
     }
   return strata_schedule_finish(sched);
 }
@@ -989,8 +978,7 @@ static int pr_export(const void *vcfg, const strata_setup *setup, const strata_p
   }
   final_ranks(cfg, setup, prob, rb);
   /* From the blocks' numbering back to the input's (by_degree). */
-  for (uint32_t v = 0; v < n; v++)
-    r[v] = rb[pv->number[v]];
+  for (uint32_t v = 0; v < n; v++) r[v] = rb[pv->number[v]];
   for (uint32_t v = 0; v < n; v++) {
     if (!isfinite(r[v])) {
       rc = strata_err_set(STRATA_EDIVERGED, "pagerank: vertex %llu's rank is not finite",

@@ -45,8 +45,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       FUZZ_CHECK(!strcmp(msg, strata_err_msg()), "one thread and several word the error apart");
     else
       FUZZ_CHECK(h.n == g.n && h.m == g.m && !memcmp(h.src, g.src, g.m * 4) &&
-                     !memcmp(h.dst, g.dst, g.m * 4) &&
-                     (!h.ids) == (!g.ids) && (!h.ids || !memcmp(h.ids, g.ids, (size_t)g.n * 8)),
+                     !memcmp(h.dst, g.dst, g.m * 4) && (!h.ids) == (!g.ids) &&
+                     (!h.ids || !memcmp(h.ids, g.ids, (size_t)g.n * 8)),
                  "one thread and several read another graph");
     pr_graph_free(&h);
   }

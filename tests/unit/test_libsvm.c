@@ -484,7 +484,10 @@ static void test_fast_lines_as_general(void **state) {
     }
     uint64_t end = strata_rng_below(&rng, 10);
     l += (size_t)snprintf(line + l, sizeof line - l, "%s",
-                          end == 0 ? " # comment\n" : end == 1 ? "\r\n" : end == 2 ? " \n" : "\n");
+                          end == 0   ? " # comment\n"
+                          : end == 1 ? "\r\n"
+                          : end == 2 ? " \n"
+                                     : "\n");
     for (int v = 0; v < 2; v++)
       n[v] += (size_t)snprintf(text[v] + n[v], sizeof text[v] - n[v], "%s%s", v ? " " : "", line);
   }
@@ -507,11 +510,20 @@ static void test_fast_lines_as_general(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      T(test_good),          T(test_label_order),      T(test_given_features),
-      T(test_largest_index), T(test_label_map_shared), T(test_missing_file),
-      T(test_bad_inputs),    T(test_garbage_quoted),   T(test_alloc_failure),
-      T(test_dna),           T(test_satimage),         T(test_gzip_cut_or_trailerless),
-      T(test_synth_too_large), T(test_fast_lines_as_general),
+      T(test_good),
+      T(test_label_order),
+      T(test_given_features),
+      T(test_largest_index),
+      T(test_label_map_shared),
+      T(test_missing_file),
+      T(test_bad_inputs),
+      T(test_garbage_quoted),
+      T(test_alloc_failure),
+      T(test_dna),
+      T(test_satimage),
+      T(test_gzip_cut_or_trailerless),
+      T(test_synth_too_large),
+      T(test_fast_lines_as_general),
   };
   return cmocka_run_group_tests_name("libsvm", tests, NULL, NULL);
 }

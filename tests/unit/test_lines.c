@@ -228,11 +228,20 @@ static void test_gzip(void **state) {
  * strata__scan_f64. */
 static void test_plain_decimal(void **state) {
   fixture *fx = *state;
-  static const char *const good[] = {"4", "3.5", "-0.25", "+7", "0.1", "5.", ".5", "-.5",
-                                     "123456789012345", "0.000000000000000000001",
-                                     "99999999999999.9", "00000000000000000000001"};
-  static const char *const other[] = {"", "-", ".", "1e5", "1E5", "nan", "inf",
-                                      "1234567890123456", "0.00000000000000000000001"};
+  static const char *const good[] = {"4",
+                                     "3.5",
+                                     "-0.25",
+                                     "+7",
+                                     "0.1",
+                                     "5.",
+                                     ".5",
+                                     "-.5",
+                                     "123456789012345",
+                                     "0.000000000000000000001",
+                                     "99999999999999.9",
+                                     "00000000000000000000001"};
+  static const char *const other[] = {
+      "", "-", ".", "1e5", "1E5", "nan", "inf", "1234567890123456", "0.00000000000000000000001"};
   for (size_t k = 0; k < sizeof good / sizeof *good; k++) {
     char buf[64];
     snprintf(buf, sizeof buf, "%s\n", good[k]);

@@ -45,8 +45,14 @@ static char *snap_text(strata_rng *rng, int m, uint64_t span, int wide, size_t *
     uint64_t a = strata_rng_below(rng, span), b = strata_rng_below(rng, span);
     if (wide && e % 7 == 0) a += (uint64_t)1 << 33;
     uint64_t kind = strata_rng_below(rng, 40);
-    const char *lead = kind == 0 ? "  " : "", *sep = kind == 1 ? "\t" : kind == 2 ? " \t " : " ",
-               *tail = kind == 3 ? "\r\n" : kind == 4 ? " 1.5\n" : kind == 5 ? "\t\r\n" : "\n";
+    const char *lead = kind == 0 ? "  " : "",
+               *sep = kind == 1   ? "\t"
+                      : kind == 2 ? " \t "
+                                  : " ",
+               *tail = kind == 3   ? "\r\n"
+                       : kind == 4 ? " 1.5\n"
+                       : kind == 5 ? "\t\r\n"
+                                   : "\n";
     if (kind == 6) n += (size_t)snprintf(t + n, cap - n, "# a comment\n\n");
     n += (size_t)snprintf(t + n, cap - n, "%s%llu%s%llu%s", lead, (unsigned long long)a, sep,
                           (unsigned long long)b, tail);

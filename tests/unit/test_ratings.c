@@ -791,9 +791,13 @@ static void test_fast_lines_as_general(void **state) {
       snprintf(val, sizeof val, "3.1234567890123456");
     else
       snprintf(val, sizeof val, "%.*f", (int)(kind % 4), strata_rng_uniform(&rng) * 5);
-    const char *tail = kind == 5 ? " 881250949\n" : kind == 6 ? "\r\n" : kind == 7 ? "\t\n"
-                     : kind == 8 ? " 88125\r\n" : "\n";
-    if (kind == 9) snprintf(line, sizeof line, "# a comment\n");
+    const char *tail = kind == 5   ? " 881250949\n"
+                       : kind == 6 ? "\r\n"
+                       : kind == 7 ? "\t\n"
+                       : kind == 8 ? " 88125\r\n"
+                                   : "\n";
+    if (kind == 9)
+      snprintf(line, sizeof line, "# a comment\n");
     else
       snprintf(line, sizeof line, "%llu%s%llu%s%s%s", (unsigned long long)u, sep,
                (unsigned long long)i, sep, val, tail);
@@ -802,9 +806,9 @@ static void test_fast_lines_as_general(void **state) {
   }
   strata_ratings rs[2];
   for (int v = 0; v < 2; v++)
-    assert_int_equal(strata_ratings_read(write_tmp_len(fx, text[v], n[v]), STRATA_FMT_AUTO, NULL,
-                                         NULL, &rs[v]),
-                     0);
+    assert_int_equal(
+        strata_ratings_read(write_tmp_len(fx, text[v], n[v]), STRATA_FMT_AUTO, NULL, NULL, &rs[v]),
+        0);
   assert_int_equal(rs[0].n, rs[1].n);
   assert_memory_equal(rs[0].r, rs[1].r, rs[0].n * sizeof *rs[0].r);
   assert_int_equal(rs[0].n_users, rs[1].n_users);
@@ -821,14 +825,29 @@ static void test_fast_lines_as_general(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      T(test_format_names),   T(test_push_close),     T(test_tsv_good),
-      T(test_dat_good),       T(test_csv_good),       T(test_csv_numeric_first_line),
-      T(test_libmf_good),     T(test_mm_good),        T(test_auto_detect),
-      T(test_test_file_maps), T(test_missing_file),   T(test_bad_inputs),
-      T(test_idmap_growth),   T(test_large_file),     T(test_alloc_failure),
-      T(test_split),          T(test_movielens_100k), T(test_movielens_latest_small),
-      T(test_duplicate),      T(test_largest_id),     T(test_garbage_quoted),
-      T(test_gzip_cut_or_trailerless), T(test_fast_lines_as_general),
+      T(test_format_names),
+      T(test_push_close),
+      T(test_tsv_good),
+      T(test_dat_good),
+      T(test_csv_good),
+      T(test_csv_numeric_first_line),
+      T(test_libmf_good),
+      T(test_mm_good),
+      T(test_auto_detect),
+      T(test_test_file_maps),
+      T(test_missing_file),
+      T(test_bad_inputs),
+      T(test_idmap_growth),
+      T(test_large_file),
+      T(test_alloc_failure),
+      T(test_split),
+      T(test_movielens_100k),
+      T(test_movielens_latest_small),
+      T(test_duplicate),
+      T(test_largest_id),
+      T(test_garbage_quoted),
+      T(test_gzip_cut_or_trailerless),
+      T(test_fast_lines_as_general),
   };
   return cmocka_run_group_tests_name("ratings", tests, NULL, NULL);
 }
