@@ -167,40 +167,158 @@ static int read_line(reader *r, const char *s, const char *e) {
   return 0;
 }
 
+/* A line of plain fields, "label idx:val ...", each index above the last
+ * and within the features given, each value a plain decimal (strata__scan_plain_f64),
+ * scanned in place from s (it ends in '\n'): 1 when it was added, with *next after its
+ * '\n'; 0 when it is anything else (a comment, an exponent, an error), with
+ * nothing added, for read_line to decide; or an error. */
+static int fast_line(reader *r, const char *s, const char **next) {
+  const char *p = s;
+  int neg = 0;
+  if (*p == '-' || *p == '+') neg = *p++ == '-';
+  const char *first = p;
+  unsigned d;
+  uint64_t label = 0; /* unsigned: a longer run of digits wraps harmlessly, then is refused */
+  while ((d = (unsigned)(unsigned char)*p - '0') <= 9) {
+    label = label * 10 + d;
+    p++;
+  }
+  if (p == first || p - first > 18) return 0;
+  size_t nnz0 = r->nnz;
+  uint32_t prev = 0, max0 = r->max_index;
+  const uint32_t limit = r->o->n_features;
+  for (;;) {
+    if (*p != ' ' && *p != '\t') break;
+    while (*p == ' ' || *p == '\t') p++;
+    if ((d = (unsigned)(unsigned char)*p - '0') > 9) break;
+    uint64_t idx = d;
+    first = p;
+    while ((d = (unsigned)(unsigned char)*++p - '0') <= 9) idx = idx * 10 + d;
+    double v;
+    if (p - first > 10 || *p != ':' || idx <= prev || idx > UINT32_MAX || (limit && idx > limit) ||
+        !(p = strata__scan_plain_f64(p + 1, &v)) ||
+        (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r'))
+      goto other;
+    if (r->nnz == r->col_cap || r->nnz == r->val_cap) {
+      size_t need = r->nnz + 1;
+      if (STRATA__GROW(r->d->col, need, &r->col_cap, SIZE_MAX) ||
+          STRATA__GROW(r->d->val, need, &r->val_cap, SIZE_MAX))
+        return nomem(r);
+    }
+    r->d->col[r->nnz] = (uint32_t)(idx - 1);
+    r->d->val[r->nnz] = (float)v; /* at most 15 digits: finite as a float */
+    r->nnz++;
+    prev = (uint32_t)idx;
+  }
+  if (*p == '\r') p++;
+  if (*p != '\n') goto other;
+  int rc;
+  if ((rc = add_label(r, neg ? -(int64_t)label : (int64_t)label))) return rc;
+  if (prev > r->max_index) r->max_index = prev;
+  if (STRATA__GROW(r->d->row_off, r->n_rows + 2, &r->off_cap, SIZE_MAX)) return nomem(r);
+  r->d->row_off[++r->n_rows] = r->nnz;
+  *next = p + 1;
+  return 1;
+other:
+  r->nnz = nnz0;
+  r->max_index = max0;
+  return 0;
+}
+
+/* The lines of a block [s, end) (whole lines, each ending in '\n'). */
+static int read_block(reader *r, const char *s, const char *end) {
+  int rc;
+  while (s < end) {
+    r->rd.lineno++;
+    if ((rc = fast_line(r, s, &s)) == 1) continue;
+    if (rc < 0) return rc;
+    const char *nl = memchr(s, '\n', (size_t)(end - s)), *e = nl;
+    if (e > s && e[-1] == '\r') e--;
+    if ((rc = read_line(r, s, e))) return rc;
+    s = nl + 1;
+  }
+  return 0;
+}
+
 static int cmp_i64(const void *a, const void *b) {
   int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
   return (x > y) - (x < y);
 }
 
+/* A label's first slot in a table of 2^bits. */
+static inline size_t label_slot(int64_t label, unsigned bits) {
+  return (size_t)(((uint64_t)label * 0x9E3779B97F4A7C15ull) >> (64 - bits));
+}
+
 /* The distinct labels of a training file, ascending, become its classes;
- * r->raw then gives way to the class of each row. */
+ * r->raw then gives way to the class of each row. The distinct labels are
+ * gathered in a hash table first (files have few), so only they are
+ * sorted, and each row finds its class there. */
 static int build_label_map(reader *r) {
   strata_libsvm *d = r->d;
-  size_t n = r->n_rows;
-  int64_t *map = strata_malloc(n * sizeof *map);
+  size_t n = r->n_rows, J = 0;
+  unsigned bits = 4;
+  int64_t *key = strata_malloc(((size_t)1 << bits) * sizeof *key), *map = NULL;
+  uint32_t *cls = strata_calloc((size_t)1 << bits, sizeof *cls); /* class + 1; 0: empty */
   d->label = strata_malloc(n * sizeof *d->label);
-  if (!map || !d->label) {
-    strata_free(map);
-    return strata_err_set(STRATA_ENOMEM, "%s: out of memory for the labels of %zu examples",
-                          r->rd.path, n);
+  if (!key || !cls || !d->label) goto nomem;
+  for (size_t i = 0; i < n; i++) {
+    size_t mask = ((size_t)1 << bits) - 1, h = label_slot(r->raw[i], bits);
+    while (cls[h] && key[h] != r->raw[i]) h = (h + 1) & mask;
+    if (cls[h]) continue;
+    key[h] = r->raw[i];
+    cls[h] = 1;
+    /* A load of at most one half keeps the probes short. */
+    if (++J * 2 > ((size_t)1 << bits)) {
+      unsigned nb = bits + 1;
+      int64_t *k2 = strata_malloc(((size_t)1 << nb) * sizeof *k2);
+      uint32_t *c2 = strata_calloc((size_t)1 << nb, sizeof *c2);
+      if (!k2 || !c2) {
+        strata_free(k2);
+        strata_free(c2);
+        goto nomem;
+      }
+      for (size_t s = 0; s < ((size_t)1 << bits); s++) {
+        if (!cls[s]) continue;
+        size_t h2 = label_slot(key[s], nb);
+        while (c2[h2]) h2 = (h2 + 1) & (((size_t)1 << nb) - 1);
+        k2[h2] = key[s];
+        c2[h2] = 1;
+      }
+      strata_free(key);
+      strata_free(cls);
+      key = k2;
+      cls = c2;
+      bits = nb;
+    }
   }
-  memcpy(map, r->raw, n * sizeof *map);
-  qsort(map, n, sizeof *map, cmp_i64);
-  size_t J = 1;
-  for (size_t i = 1; i < n; i++)
-    if (map[i] != map[J - 1]) map[J++] = map[i];
   if (J > UINT32_MAX) {
-    strata_free(map);
+    strata_free(key);
+    strata_free(cls);
     return strata_err_set(STRATA_EPARSE, "%s: %zu distinct labels, more than %u classes",
                           r->rd.path, J, UINT32_MAX);
   }
-  /* A failed shrink keeps the bigger block, which is as good. */
-  int64_t *small = strata_realloc(map, J * sizeof *map);
-  d->class_label = small ? small : map;
+  if (!(map = strata_malloc(J * sizeof *map))) goto nomem;
+  for (size_t s = 0, j = 0; s < ((size_t)1 << bits); s++)
+    if (cls[s]) map[j++] = key[s];
+  qsort(map, J, sizeof *map, cmp_i64);
+  d->class_label = map;
   d->n_classes = (uint32_t)J;
-  for (size_t i = 0; i < n; i++)
-    d->label[i] = (uint32_t)find_class(d->class_label, d->n_classes, r->raw[i]);
+  for (size_t s = 0; s < ((size_t)1 << bits); s++)
+    if (cls[s]) cls[s] = (uint32_t)find_class(map, (uint32_t)J, key[s]) + 1;
+  for (size_t i = 0; i < n; i++) {
+    size_t mask = ((size_t)1 << bits) - 1, h = label_slot(r->raw[i], bits);
+    while (key[h] != r->raw[i]) h = (h + 1) & mask;
+    d->label[i] = cls[h] - 1;
+  }
+  strata_free(key);
+  strata_free(cls);
   return 0;
+nomem:
+  strata_free(key);
+  strata_free(cls);
+  return strata_err_set(STRATA_ENOMEM, "%s: out of memory for the labels of %zu examples",
+                        r->rd.path, n);
 }
 
 static int check_opts(const char *path, const strata_libsvm_opts *o) {
@@ -228,10 +346,10 @@ int strata_libsvm_read(const char *path, const strata_libsvm_opts *o, strata_lib
   }
   out->row_off[0] = 0;
 
-  const char *line;
+  const char *blk;
   size_t len;
-  while ((rc = strata_lines_next(&r.rd, &line, &len)) > 0)
-    if ((rc = read_line(&r, line, line + len))) goto fail;
+  while ((rc = strata_lines_block(&r.rd, &blk, &len)) > 0)
+    if ((rc = read_block(&r, blk, blk + len))) goto fail;
   if (rc < 0) goto fail;
   if (r.n_rows == 0) {
     rc = strata_err_set(STRATA_EEMPTY, "%s: no examples", path);

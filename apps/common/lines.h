@@ -44,6 +44,47 @@ static inline const char *strata__overflow_why(const char *p, const char *e) {
                             : "is above the largest supported, 9223372036854775807 (2^63 - 1)";
 }
 
+/* 10^0 .. 10^22, the powers of ten that are exact doubles. */
+extern const double strata__pow10[23];
+
+/* A plain decimal at s ("4", "3.5", "-0.25": an optional sign, digits, an
+ * optional point and digits, at least one digit) of at most 15 significant
+ * digits, 22 of them after the point, read in place up to the first byte
+ * that cannot continue it (s must be followed by one, as the '\n' that ends
+ * a block's line): that byte's address, with the value in *out, the double
+ * strtod gives (both the mantissa and the power of ten are exact doubles,
+ * so one division rounds once, correctly). NULL for anything else (an
+ * exponent, nan, a longer mantissa, no digit), which strata__scan_f64
+ * decides. For the readers' scanners of whole lines. */
+static inline const char *strata__scan_plain_f64(const char *s, double *out) {
+  int neg = 0;
+  if (*s == '+' || *s == '-') neg = *s++ == '-';
+  uint64_t mant = 0;
+  size_t digits = 0, frac = 0; /* size_t: no field is long enough to wrap them */
+  int any = 0;
+  unsigned d;
+  while ((d = (unsigned)(unsigned char)*s - '0') <= 9) {
+    mant = mant * 10 + d;
+    digits += mant != 0;
+    any = 1;
+    s++;
+  }
+  if (*s == '.') {
+    s++;
+    while ((d = (unsigned)(unsigned char)*s - '0') <= 9) {
+      mant = mant * 10 + d;
+      digits += mant != 0;
+      frac++;
+      any = 1;
+      s++;
+    }
+  }
+  if (!any || digits > 15 || frac > 22 || *s == 'e' || *s == 'E') return NULL;
+  double v = (double)mant / strata__pow10[frac];
+  *out = neg ? -v : v;
+  return s;
+}
+
 /* The whole of [p, e) must be one number as strtod reads it (no leading
  * blanks, no NUL terminator needed). NaN and infinities are numbers here:
  * callers that want finite values check. STRATA__NUM_OK or

@@ -513,6 +513,64 @@ static int parse_line(read_ctx *c, size_t line, const char *s, size_t n) {
   }
 }
 
+/* Blanks, then an id of at most 18 digits (which cannot overflow int64) at
+ * *s, then a blank: the id, with *s past the blanks after it; or -1. */
+static inline int64_t fast_id(const char **s) {
+  const char *p = *s;
+  unsigned d = (unsigned)(unsigned char)*p - '0';
+  if (d > 9) return -1;
+  uint64_t v = d; /* unsigned: a longer run of digits wraps harmlessly, then is refused */
+  const char *first = p;
+  while ((d = (unsigned)(unsigned char)*++p - '0') <= 9) v = v * 10 + d;
+  if (p - first > 18 || (*p != ' ' && *p != '\t')) return -1;
+  do p++;
+  while (*p == ' ' || *p == '\t');
+  *s = p;
+  return (int64_t)v;
+}
+
+/* The lines of a block [s, end) (whole lines, each ending in '\n'), the
+ * first being line lineno + 1. Once the format is known to be blank
+ * separated (tsv, libmf), a line "user item rating" of plain numbers takes
+ * a scanner of its own; every other line, and every line of the other
+ * formats, goes through parse_line, which keeps the rules and words the
+ * errors. The same ratings either way. */
+static int parse_block(read_ctx *c, size_t lineno, const char *s, const char *end) {
+  int rc;
+  while (s < end) {
+    const char *ls = s;
+    lineno++;
+    if (c->fmt == STRATA_FMT_TSV || c->fmt == STRATA_FMT_LIBMF) {
+      int64_t uid, iid;
+      double v;
+      const char *p = s;
+      if ((uid = fast_id(&p)) >= 0 && (iid = fast_id(&p)) >= 0 &&
+          (p = strata__scan_plain_f64(p, &v))) {
+        /* Then the end of the line, or blanks, a timestamp (any text) and
+         * the end. */
+        if (*p == ' ' || *p == '\t') {
+          while (*p == ' ' || *p == '\t') p++;
+          while (*p != ' ' && *p != '\t' && *p != '\n') p++;
+          while (*p == ' ' || *p == '\t') p++;
+          if (p[-1] == '\r' && *p == '\n') p--;
+        }
+        if (*p == '\n' || (*p == '\r' && p[1] == '\n')) {
+          /* At most 15 digits: finite as a float too. */
+          if ((rc = add_rating(c, lineno, uid, iid, (float)v))) return rc;
+          s = p + 1 + (*p == '\r');
+          continue;
+        }
+      }
+    }
+    const char *nl = memchr(ls, '\n', (size_t)(end - ls));
+    size_t n = (size_t)(nl - ls);
+    if (n && ls[n - 1] == '\r') n--;
+    if ((rc = parse_line(c, lineno, ls, n))) return rc;
+    s = nl + 1;
+  }
+  return 0;
+}
+
 int strata_ratings_read(const char *path, strata_format fmt, const strata_idmap *users,
                         const strata_idmap *items, strata_ratings *rs) {
   int rc = 0;
@@ -536,10 +594,10 @@ int strata_ratings_read(const char *path, strata_format fmt, const strata_idmap 
     }
   }
 
-  const char *line = NULL;
+  const char *blk = NULL;
   size_t len = 0;
-  while ((rc = strata_lines_next(&rd, &line, &len)) > 0) {
-    if ((rc = parse_line(&c, rd.lineno, line, len)) != 0) goto fail;
+  while ((rc = strata_lines_block(&rd, &blk, &len)) > 0) {
+    if ((rc = parse_block(&c, rd.lineno, blk, blk + len)) != 0) goto fail;
   }
   if (rc < 0) goto fail;
   if ((rc = flush_batch(&c)) != 0) goto fail;

@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "pr.h"
 #include "strata/core.h"
@@ -51,6 +52,7 @@ typedef struct pr_config {
   int truth_iters;
   const char *truth_cache;
   int subtile_bits;
+  uint64_t min_share;
 } pr_config;
 
 #define OPT(f) offsetof(pr_config, f)
@@ -97,7 +99,15 @@ static const strata_option pr_options[] = {
      .metavar = "K",
      .max = 24,
      .help = "destination sub-tiles of 2^K vertices, whose accumulators a group keeps in cache "
-             "(0: 18 with one worker, 16 with more, which share the cache; at least 8)"},
+             "(0: as many as fill the L2 cache, 14 to 18; at least 8)"},
+    {.name = "min-share",
+     .type = STRATA_OPT_U64,
+     .offset = OPT(min_share),
+     .def = "1048576",
+     .metavar = "E",
+     .help = "scheduled mode: spread the blocks over the workers only when each one's share of the "
+             "edges is at least E (0: always); below, worker 0 runs every task, the others idle: "
+             "on a small graph handing blocks between workers costs more time than it saves"},
     {.name = NULL},
 };
 
@@ -189,6 +199,7 @@ static int parse_rmat(const char *text, pr_rmat *out) {
 typedef struct pr_meta {
   uint32_t n, B;
   uint32_t ps, has_truth;
+  uint32_t whole, pad; /* 1: a tile's edges are one chunk, added at its last (pr_load) */
   double damping;
 } pr_meta;
 
@@ -259,9 +270,11 @@ typedef struct pr_priv {
   uint64_t m;
   int B;
   uint32_t *first;
-  uint64_t *ids; /* NULL: vertex numbers are the ids */
+  uint64_t *ids;    /* by input vertex; NULL: input vertex numbers are the ids */
+  uint32_t *number; /* input vertex v is vertex number[v] of the blocks (by_degree) */
   uint64_t checksum;
   uint32_t dangling, self_loops;
+  int one;          /* worker 0 runs every task (--min-share) */
   int truth_cached; /* 1 read from the cache, 0 computed, -1 none */
   double truth_s;
   char truth_path[4096];
@@ -277,6 +290,7 @@ static void priv_free(void *p) {
   strata_free(v->first);
   strata_free(v->ids);
   strata_free(v->top);
+  strata_free(v->number);
   strata_free(v);
 }
 
@@ -395,6 +409,82 @@ static int ground_truth(const pr_config *cfg, strata_problem *prob, pr_priv *pv,
 
 static int oom(void) { return strata_err_set(STRATA_ENOMEM, "pagerank: out of memory"); }
 
+/* --subtile-bits 0: sub-tiles whose (hi, lo) accumulators fill this core's
+ * L2 cache (2^16 vertices, 1 MB, on a core with 1 MB of L2), within 2^14 to
+ * 2^18; 2^16 where the size is not known. With the vertices numbered by
+ * degree (by_degree), 2^12 to 2^17 took the same CPU time per pass on a
+ * Zen 5 EPYC (1 MB of L2) on R-MAT scale 22, serially, and 2^18, whose
+ * accumulators spill into L3, 1.7 times as much; 2 workers ran alike with
+ * 2^14 and 2^16. */
+static int default_subtile_bits(void) {
+  long l2 = -1;
+#ifdef _SC_LEVEL2_CACHE_SIZE
+  l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+  if (l2 <= 0) return 16;
+  int k = 14;
+  while (k < 18 && (16L << (k + 1)) <= l2) k++;
+  return k;
+}
+
+/* Where block b of B starts when n vertices are dealt to them in turn: the
+ * first n % B blocks hold one more. */
+static uint32_t deal_first(uint32_t n, int B, int b) {
+  uint32_t k = (uint32_t)b, extra = n % (uint32_t)B;
+  return k * (n / (uint32_t)B) + (k < extra ? k : extra);
+}
+
+/* The input's vertices ranked by out-degree, most first, ties in input
+ * order (a stable radix sort on the degree's complement), then dealt to the
+ * B blocks in turn, rank k to block k mod B, where they keep their order:
+ * number[v] is input vertex v's number, and the edges are renamed to match.
+ * Why: a pass reads a source's contribution once per out-edge and adds into
+ * a destination's sum once per in-edge, so numbered by degree the vertices
+ * that most edges touch share cache lines, and a tile's groups read and
+ * write within less memory (on R-MAT scale 22 a pass takes two thirds of
+ * the time: Graph500's generator numbers vertices at random, and so do many
+ * crawls); dealt in turn, every block, and so every worker's row of tiles,
+ * gets as many vertices and about as many edges of every degree. The ranks
+ * do not change, beyond the last bit of a sum in another order; they go out
+ * in input order (pr_export). */
+static int by_degree(pr_graph *g, int B, uint32_t **number) {
+  uint32_t n = g->n, *key = strata_calloc(n, 4), *a = strata_malloc((size_t)n * 4),
+           *b = strata_malloc((size_t)n * 4), *cnt = strata_malloc(257 * 4);
+  if (!key || !a || !b || !cnt) {
+    strata_free(key);
+    strata_free(a);
+    strata_free(b);
+    strata_free(cnt);
+    return oom();
+  }
+  for (uint64_t e = 0; e < g->m; e++) key[g->src[e]]++;
+  for (uint32_t v = 0; v < n; v++) {
+    key[v] = ~key[v];
+    a[v] = v;
+  }
+  for (int shift = 0; shift < 32; shift += 8) {
+    memset(cnt, 0, 257 * 4);
+    for (uint32_t v = 0; v < n; v++) cnt[((key[a[v]] >> shift) & 255) + 1]++;
+    for (int k = 0; k < 256; k++) cnt[k + 1] += cnt[k];
+    for (uint32_t v = 0; v < n; v++) b[cnt[(key[a[v]] >> shift) & 255]++] = a[v];
+    uint32_t *t = a;
+    a = b;
+    b = t;
+  }
+  /* a[k]: the input vertex ranked k; b becomes its number. */
+  for (uint32_t k = 0; k < n; k++)
+    b[a[k]] = deal_first(n, B, (int)(k % (uint32_t)B)) + k / (uint32_t)B;
+  for (uint64_t e = 0; e < g->m; e++) {
+    g->src[e] = b[g->src[e]];
+    g->dst[e] = b[g->dst[e]];
+  }
+  strata_free(key);
+  strata_free(a);
+  strata_free(cnt);
+  *number = b;
+  return 0;
+}
+
 static int pr_load(const void *vcfg, const strata_setup *setup, strata_problem *prob) {
   const pr_config *cfg = vcfg;
   pr_graph g = {0};
@@ -406,11 +496,9 @@ static int pr_load(const void *vcfg, const strata_setup *setup, strata_problem *
   size_t *lens = NULL;
   pr_priv *pv = NULL;
   int rc, ps = strata_mode_is_ps(setup->mode), B = setup->strata;
-  /* Serial mode has no ring to feed chunk by chunk: one chunk per tile
-   * (compute_ring adds a tile's edges once its whole source block is
-   * there), which spares the accumulators a sweep per chunk. */
-  int whole = ps || setup->mode == STRATA_MODE_SERIAL;
-  int depth = whole ? 1 : setup->depth, has_truth = cfg->truth_iters > 0;
+  int has_truth = cfg->truth_iters > 0;
+  /* Each phase's wall and CPU seconds, for -v. */
+  double t0 = strata_now(), c0 = strata_cpu_seconds(), t1, c1;
   if (!strncmp(cfg->graph, "synth:", 6)) { /* pr_check made --graph required */
     pr_rmat r;
     if ((rc = parse_rmat(cfg->graph + 6, &r)) || (rc = pr_graph_rmat(&r, &g)))
@@ -420,6 +508,24 @@ static int pr_load(const void *vcfg, const strata_setup *setup, strata_problem *
   }
   uint32_t n = g.n;
   uint64_t m = g.m;
+  /* A graph whose share per worker is below --min-share stays on worker 0
+   * (pr_schedule). Serial mode, and so worker 0 then, has no ring to feed
+   * chunk by chunk: one chunk per tile (compute_ring adds a tile's edges
+   * once its whole source block is there), which spares the accumulators a
+   * sweep per chunk. The tables read whole tiles. */
+  int one = !ps && setup->workers > 1 && m / (uint64_t)setup->workers < cfg->min_share;
+  if (one)
+    strata_log(STRATA_LOG_INFO,
+               "pagerank: %llu edges, under --min-share %llu a worker: worker 0 runs every "
+               "task",
+               (unsigned long long)m, (unsigned long long)cfg->min_share);
+  int whole = ps || one || setup->mode == STRATA_MODE_SERIAL;
+  int depth = whole ? 1 : setup->depth;
+  t1 = strata_now();
+  c1 = strata_cpu_seconds();
+  strata_log(STRATA_LOG_DEBUG, "pagerank: graph read in %.3f s (%.3f s of CPU)", t1 - t0, c1 - c0);
+  t0 = t1;
+  c0 = c1;
   if ((uint32_t)B > n) {
     rc = strata_err_set(STRATA_EUSAGE, "--strata %d: more blocks than the graph's %u vertices", B,
                         n);
@@ -432,8 +538,10 @@ static int pr_load(const void *vcfg, const strata_setup *setup, strata_problem *
   pv->n = n;
   pv->m = m;
   pv->B = B;
+  pv->one = one;
   pv->ids = g.ids;
   g.ids = NULL;
+  if ((rc = by_degree(&g, B, &pv->number))) goto fail;
   /* CSR by source (counting sort), then the out-degrees. */
   off = strata_calloc((size_t)n + 1, 8);
   adj = strata_malloc(m * 4);
@@ -461,51 +569,38 @@ static int pr_load(const void *vcfg, const strata_setup *setup, strata_problem *
   strata_hash_update(&h, off, ((size_t)n + 1) * 8);
   strata_hash_update(&h, adj, m * 4);
   pv->checksum = strata_hash_final(&h);
+  t1 = strata_now();
+  c1 = strata_cpu_seconds();
+  strata_log(STRATA_LOG_DEBUG, "pagerank: edges by source and checksum in %.3f s (%.3f s of CPU)",
+             t1 - t0, c1 - c0);
+  t0 = t1;
+  c0 = c1;
 
-  /* Blocks of contiguous vertices, cut where the in-edges (the work of a
-   * destination block's row) plus the vertices (its finalising) are about
-   * equal: real graphs' ids often follow their degrees. Every block keeps
-   * at least one vertex. */
+  /* Block b holds the vertices by_degree dealt it: as many as every other
+   * block, give or take one, of every degree. */
   bl.B = B;
   if (!(bl.first = strata_malloc(((size_t)B + 1) * 4)))
     goto nomem;
   pv->first = bl.first;
-  {
-    uint32_t *indeg = deg; /* reused: the out-degrees are counted again below */
-    memset(indeg, 0, (size_t)n * 4);
-    for (uint64_t e = 0; e < m; e++)
-      indeg[adj[e]]++;
-    uint64_t total = m + n, cum = 0;
-    uint32_t v = 0;
-    bl.first[0] = 0;
-    for (int b = 1; b < B; b++) {
-      uint64_t goal = total * (uint64_t)b / (uint64_t)B;
-      while (v < n && cum + indeg[v] + 1 <= goal)
-        cum += indeg[v++] + 1;
-      uint32_t lo = bl.first[b - 1] + 1, hi = n - (uint32_t)(B - b);
-      bl.first[b] = v < lo ? lo : v > hi ? hi : v;
-      while (v < bl.first[b])
-        cum += indeg[v++] + 1;
-    }
-    bl.first[B] = n;
-    for (uint32_t u = 0; u < n; u++)
-      indeg[u] = (uint32_t)(off[u + 1] - off[u]);
-  }
+  for (int b = 0; b <= B; b++) bl.first[b] = deal_first(n, B, b);
   tiles = strata_calloc((size_t)B * B, sizeof *tiles);
   lens = strata_calloc((size_t)B * B, sizeof *lens);
   if (!tiles || !lens)
     goto nomem;
   if ((rc = strata_problem_fits("pagerank's blocks", (double)m * 8 + (double)n * 64, NULL)))
     goto fail;
-  /* Measured on a 2-core EPYC (32 MB L3, R-MAT scale 22): one worker is
-   * fastest with 4 MB of (hi, lo) accumulators per sub-tile, two workers,
-   * sharing the L3, with 1 MB. */
-  int sub_bits = cfg->subtile_bits ? cfg->subtile_bits : setup->workers > 1 ? 16 : 18;
+  int sub_bits = cfg->subtile_bits ? cfg->subtile_bits : default_subtile_bits();
   if ((rc = pr_tiles_build(&bl, off, adj, ps ? n : RING_PER_ROW, ps ? 0 : 1, depth, sub_bits, tiles,
                            lens)))
     goto fail;
   strata_free(adj);
   adj = NULL;
+  t1 = strata_now();
+  c1 = strata_cpu_seconds();
+  strata_log(STRATA_LOG_DEBUG, "pagerank: blocks and tiles in %.3f s (%.3f s of CPU)", t1 - t0,
+             c1 - c0);
+  t0 = t1;
+  c0 = c1;
   if ((rc = strata_problem_alloc(prob, B * B, B, B, 0)))
     goto fail;
   for (size_t k = 0; k < (size_t)B * B; k++) {
@@ -521,6 +616,12 @@ static int pr_load(const void *vcfg, const strata_setup *setup, strata_problem *
   } else {
     pv->truth_cached = -1;
   }
+  t1 = strata_now();
+  c1 = strata_cpu_seconds();
+  strata_log(STRATA_LOG_DEBUG, "pagerank: ground truth in %.3f s (%.3f s of CPU)", t1 - t0,
+             c1 - c0);
+  t0 = t1;
+  c0 = c1;
 
   /* Resident blocks: the destination side. */
   for (int i = 0; i < B; i++) {
@@ -580,11 +681,14 @@ static int pr_load(const void *vcfg, const strata_setup *setup, strata_problem *
     goto nomem;
   prob->meta_len = mlen;
   pr_meta *mt = prob->meta;
-  *mt = (pr_meta){n, (uint32_t)B, (uint32_t)ps, (uint32_t)has_truth, cfg->damping};
+  *mt = (pr_meta){n, (uint32_t)B, (uint32_t)ps, (uint32_t)has_truth, (uint32_t)whole,
+                  0, cfg->damping};
   memcpy(mt + 1, bl.first, ((size_t)B + 1) * 4);
   if (ps)
     memcpy((uint32_t *)(mt + 1) + B + 1, deg, (size_t)n * 4);
   prob->n_examples = m;
+  strata_log(STRATA_LOG_DEBUG, "pagerank: blocks' state in %.3f s (%.3f s of CPU)",
+             strata_now() - t0, strata_cpu_seconds() - c0);
   rc = 0;
   goto done;
 nomem:
@@ -606,9 +710,21 @@ done:
   return rc;
 }
 
+/* Gemulla's diagonal schedule; with a graph too small to share
+ * (--min-share), the same tasks in the same order on worker 0 alone, whose
+ * blocks then never travel. */
 static int pr_schedule(const void *cfg, const strata_setup *setup, const strata_problem *prob,
                        strata_schedule *sched) {
-  return strata_schedule_diagonal(sched, setup->workers, setup->strata);
+  const pr_priv *pv = prob->priv;
+  int B = pv->B, rc;
+  if (!pv->one) return strata_schedule_diagonal(sched, setup->workers, B);
+  if ((rc = strata_schedule_init(sched, setup->workers, B, B * B, B, B))) return rc;
+  for (int t = 0; t < B; t++)
+    for (int i = 0; i < B; i++) {
+      int j = (i + t) % B;
+      if ((rc = strata_schedule_add(sched, t, 0, (strata_task){i * B + j, i, j}))) return rc;
+    }
+  return strata_schedule_finish(sched);
 }
 
 /* ---- the workers' side ----------------------------------------------- */
@@ -704,7 +820,7 @@ static int compute_ring(pr_state *s, const strata_task_view *tv) {
     v.dsum[cur][2 * tv->ids.rotating] = c[(size_t)drow * RING_PER_ROW];
     v.dsum[cur][2 * tv->ids.rotating + 1] = c[(size_t)drow * RING_PER_ROW + 1];
   }
-  if (s->mode != STRATA_MODE_SERIAL)
+  if (!s->meta.whole)
     pr_tile_scatter(tv->data->buf, tv->chunk, c, v.acc[cur]);
   else if (tv->chunk == s->depth - 1) /* every row is in this process, and final */
     pr_tile_scatter(tv->data->buf, 0, c, v.acc[cur]);
@@ -854,13 +970,15 @@ static int pr_export(const void *vcfg, const strata_setup *setup, const strata_p
   pr_priv *pv = prob->priv;
   uint32_t n = pv->n;
   int rc = 0, k = cfg->top < (int)n ? cfg->top : (int)n;
-  double *r = strata_malloc((size_t)n * 8);
+  double *r = strata_malloc((size_t)n * 8), *rb = strata_malloc((size_t)n * 8);
   uint32_t *order = strata_malloc((size_t)n * 4);
-  if (!r || !order) {
+  if (!r || !rb || !order) {
     rc = oom();
     goto done;
   }
-  final_ranks(cfg, setup, prob, r);
+  final_ranks(cfg, setup, prob, rb);
+  /* From the blocks' numbering back to the input's (by_degree). */
+  for (uint32_t v = 0; v < n; v++) r[v] = rb[pv->number[v]];
   for (uint32_t v = 0; v < n; v++) {
     if (!isfinite(r[v])) {
       rc = strata_err_set(STRATA_EDIVERGED, "pagerank: vertex %llu's rank is not finite",
@@ -891,6 +1009,7 @@ static int pr_export(const void *vcfg, const strata_setup *setup, const strata_p
   pv->ntop = k;
 done:
   strata_free(r);
+  strata_free(rb);
   strata_free(order);
   return rc;
 }

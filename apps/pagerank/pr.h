@@ -36,9 +36,15 @@ int pr_graph_rmat(const pr_rmat *r, pr_graph *g);
  * blanks between, CRLF allowed) or, when the file starts with
  * "%%MatrixMarket", a Matrix Market coordinate matrix (entry i j is the
  * edge i -> j; "symmetric" adds j -> i). Ids are renumbered densely in
- * increasing order. STRATA_ENOENT, STRATA_EPARSE (FILE:LINE: why),
- * STRATA_EEMPTY or STRATA_ENOMEM. */
+ * increasing order. A plain file is read by as many threads as this
+ * process may run on, each scanning a byte range of at least 16 MB; the
+ * graph and the errors are those of one thread. STRATA_ENOENT,
+ * STRATA_EPARSE (FILE:LINE: why), STRATA_EEMPTY or STRATA_ENOMEM. */
 int pr_graph_read(const char *path, pr_graph *g);
+
+/* The same with up to `threads` threads (0: as many as this process may run
+ * on) and ranges of at least min_part bytes (0: 16 MB). */
+int pr_graph_read_opts(const char *path, pr_graph *g, int threads, uint64_t min_part);
 
 /* ---- tiles ----------------------------------------------------------- */
 

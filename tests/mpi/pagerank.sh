@@ -4,7 +4,9 @@
 #    file: the same ranks from all three; serial ranks equal an independent
 #    power iteration (in Python) to 1e-12, dangling vertices included;
 #  - scheduled with 2 workers equals serial after every pass: SSE, L1
-#    change and rank sum per pass, and the exported ranks, to 1e-12;
+#    change and rank sum per pass, and the exported ranks, to 1e-12, with
+#    the blocks spread over the workers (--min-share 0) and, as a graph this
+#    small runs by default, all on worker 0;
 #  - bsp equals serial in float (1e-4), ssp and async converge;
 #  - the ground truth is cached by the graph's checksum;
 #  - a run resumed from a checkpoint ends with a straight run's ranks (and
@@ -133,7 +135,7 @@ ranks_every_pass() {
   for k in "$@"; do
     timeout "$RUN_LIMIT" "$PR" --mode serial --graph "$g" --passes $k --model-out es$k -q >/dev/null 2>&1 ||
       fail "serial, $k passes"
-    mpi $np "$PR" --graph "$g" --passes $k --depth 3 --model-out ep$k -q >/dev/null 2>&1 ||
+    mpi $np "$PR" --graph "$g" --passes $k --depth 3 --min-share 0 --model-out ep$k -q >/dev/null 2>&1 ||
       fail "scheduled, $k passes"
     cmp_ranks ep$k/ranks.txt es$k/ranks.txt 1e-12 "after pass $k: $((np - 1)) workers against serial"
     rm -rf es$k ep$k
@@ -142,24 +144,29 @@ ranks_every_pass() {
 
 for np in 3 4; do
   P=$((np - 1))
-  mpi $np "$PR" --graph g.txt --passes 7 --depth 3 --model-out p$P --metrics-out p$P.json -q \
-    >p$P.log 2>&1
+  mpi $np "$PR" --graph g.txt --passes 7 --depth 3 --min-share 0 --model-out p$P \
+    --metrics-out p$P.json -q >p$P.log 2>&1
   rc=$?; [ "$rc" = 0 ] || show_log p$P.log
   expect_rc 0 "$rc" "scheduled, $P workers"
   cmp_ranks p$P/ranks.txt s7/ranks.txt 1e-12 "scheduled with $P workers against serial"
   per_pass_equal p$P.json s7.json "scheduled with $P workers, every pass"
 done
 ranks_every_pass 3 g.txt 1 2 3 4 5 6
+mpi 3 "$PR" --graph g.txt --passes 7 --model-out one --metrics-out one.json -q >one.log 2>&1
+rc=$?; [ "$rc" = 0 ] || show_log one.log
+expect_rc 0 "$rc" "scheduled, 2 workers, the graph on worker 0 (under --min-share)"
+cmp_ranks one/ranks.txt s7/ranks.txt 0 "2 workers, all on worker 0, against serial"
+per_pass_equal one.json s7.json "2 workers, all on worker 0, every pass"
 # The layout's groups: many destination sub-tiles (2^8 vertices), or many
 # source windows (2^8 sources: --subtile-bits 24).
 for sb in 8 24; do
   run_serial sb$sb g.txt 7 --subtile-bits $sb
   cmp_ranks sb$sb/ranks.txt s7/ranks.txt 0 "serial with --subtile-bits $sb"
-  mpi 3 "$PR" --graph g.txt --passes 7 --depth 4 --subtile-bits $sb --model-out psb$sb -q \
+  mpi 3 "$PR" --graph g.txt --passes 7 --depth 4 --subtile-bits $sb --min-share 0 --model-out psb$sb -q \
     >psb$sb.log 2>&1 || { show_log psb$sb.log; fail "2 workers, --subtile-bits $sb"; }
   cmp_ranks psb$sb/ranks.txt s7/ranks.txt 0 "2 workers with --subtile-bits $sb"
 done
-mpi 3 "$PR" --graph g.txt --passes 7 --strata 5 --depth 2 --model-out b5 -q >b5.log 2>&1
+mpi 3 "$PR" --graph g.txt --passes 7 --strata 5 --depth 2 --min-share 0 --model-out b5 -q >b5.log 2>&1
 rc=$?; [ "$rc" = 0 ] || show_log b5.log
 expect_rc 0 "$rc" "scheduled, 2 workers, 5 strata"
 cmp_ranks b5/ranks.txt s7/ranks.txt 1e-12 "5 strata against serial"
@@ -187,9 +194,9 @@ done
 # bit for bit (the accumulators and dangling sums live in the blocks), on
 # the ring and in bsp.
 for mode in scheduled bsp; do
-  mpi 3 "$PR" --mode $mode --graph g.txt --passes 3 --checkpoint ck-$mode --checkpoint-every 3 -q \
-    >ck-$mode.log 2>&1 || { show_log ck-$mode.log; fail "$mode: checkpoint"; }
-  mpi 3 "$PR" --mode $mode --graph g.txt --passes 7 --resume ck-$mode --model-out rs-$mode -q \
+  mpi 3 "$PR" --mode $mode --graph g.txt --passes 3 --min-share 0 --checkpoint ck-$mode \
+    --checkpoint-every 3 -q >ck-$mode.log 2>&1 || { show_log ck-$mode.log; fail "$mode: checkpoint"; }
+  mpi 3 "$PR" --mode $mode --graph g.txt --passes 7 --min-share 0 --resume ck-$mode --model-out rs-$mode -q \
     >rs-$mode.log 2>&1 || { show_log rs-$mode.log; fail "$mode: resume"; }
 done
 cmp_ranks rs-scheduled/ranks.txt p2/ranks.txt 0 "scheduled, resumed after 3 passes"
@@ -201,11 +208,11 @@ cmp_ranks rs-bsp/ranks.txt bsp/ranks.txt 0 "bsp, resumed after 3 passes"
 # run to run.
 WV=${STRATA_SHARED_DATA:-}/snap-wiki-vote/wiki-Vote.txt
 if [ -f "$WV" ]; then
-  mpi 3 "$PR" --graph "$WV" --passes 6 --checkpoint ck-wv --checkpoint-every 3 --truth-iters 0 -q \
-    >ck-wv.log 2>&1 || { show_log ck-wv.log; fail "wiki-Vote: checkpoint"; }
-  mpi 3 "$PR" --graph "$WV" --passes 10 --resume ck-wv --truth-iters 0 --model-out rs-wv -q \
-    >rs-wv.log 2>&1 || { show_log rs-wv.log; fail "wiki-Vote: resume"; }
-  mpi 3 "$PR" --graph "$WV" --passes 10 --truth-iters 0 --model-out wv -q >wv.log 2>&1 ||
+  mpi 3 "$PR" --graph "$WV" --passes 6 --checkpoint ck-wv --checkpoint-every 3 --truth-iters 0 \
+    --min-share 0 -q >ck-wv.log 2>&1 || { show_log ck-wv.log; fail "wiki-Vote: checkpoint"; }
+  mpi 3 "$PR" --graph "$WV" --passes 10 --resume ck-wv --truth-iters 0 --min-share 0 \
+    --model-out rs-wv -q >rs-wv.log 2>&1 || { show_log rs-wv.log; fail "wiki-Vote: resume"; }
+  mpi 3 "$PR" --graph "$WV" --passes 10 --truth-iters 0 --min-share 0 --model-out wv -q >wv.log 2>&1 ||
     { show_log wv.log; fail "wiki-Vote: 10 passes"; }
   cmp_ranks rs-wv/ranks.txt wv/ranks.txt 0 "wiki-Vote, 2 workers, resumed after 6 passes"
 else

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -450,13 +451,79 @@ static void test_synth_too_large(void **state) {
 
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
+/* Lines the scanner of plain lines takes (labels, indices, plain
+ * decimals) and lines it leaves to the general reader (exponents, a
+ * comment, long mantissas, CR LF) read as the general reader alone reads
+ * them: every line again with a blank in front, which only it takes. */
+static void test_fast_lines_as_general(void **state) {
+  fixture *fx = *state;
+  static char text[2][1 << 20];
+  size_t n[2] = {0, 0};
+  const char *env = getenv("STRATA_TEST_SEED");
+  uint64_t seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
+  printf("seed %llu (STRATA_TEST_SEED=%llu reproduces)\n", (unsigned long long)seed,
+         (unsigned long long)seed);
+  strata_rng rng;
+  strata_rng_seed(&rng, seed);
+  for (int row = 0; row < 5000; row++) {
+    char line[512];
+    size_t l = (size_t)snprintf(line, sizeof line, "%d", (int)strata_rng_below(&rng, 7) - 3);
+    uint32_t idx = 0;
+    int feats = (int)strata_rng_below(&rng, 6);
+    for (int k = 0; k < feats; k++) {
+      idx += 1 + (uint32_t)strata_rng_below(&rng, 50);
+      uint64_t kind = strata_rng_below(&rng, 20);
+      if (kind == 0)
+        l += (size_t)snprintf(line + l, sizeof line - l, " %u:%de-3", idx,
+                              (int)strata_rng_below(&rng, 100));
+      else if (kind == 1)
+        l += (size_t)snprintf(line + l, sizeof line - l, "\t%u:0.12345678901234567", idx);
+      else
+        l += (size_t)snprintf(line + l, sizeof line - l, " %u:%.*f", idx, (int)(kind % 5),
+                              strata_rng_uniform(&rng) * 10 - 5);
+    }
+    uint64_t end = strata_rng_below(&rng, 10);
+    l += (size_t)snprintf(line + l, sizeof line - l, "%s",
+                          end == 0   ? " # comment\n"
+                          : end == 1 ? "\r\n"
+                          : end == 2 ? " \n"
+                                     : "\n");
+    for (int v = 0; v < 2; v++)
+      n[v] += (size_t)snprintf(text[v] + n[v], sizeof text[v] - n[v], "%s%s", v ? " " : "", line);
+  }
+  strata_libsvm d[2];
+  for (int v = 0; v < 2; v++)
+    assert_int_equal(strata_libsvm_read(write_tmp_len(fx, text[v], n[v]), NULL, &d[v]), 0);
+  assert_int_equal(d[0].n_rows, d[1].n_rows);
+  assert_int_equal(d[0].nnz, d[1].nnz);
+  assert_int_equal(d[0].n_features, d[1].n_features);
+  assert_int_equal(d[0].n_classes, d[1].n_classes);
+  assert_memory_equal(d[0].row_off, d[1].row_off, (d[0].n_rows + 1) * sizeof *d[0].row_off);
+  assert_memory_equal(d[0].col, d[1].col, d[0].nnz * sizeof *d[0].col);
+  assert_memory_equal(d[0].val, d[1].val, d[0].nnz * sizeof *d[0].val);
+  assert_memory_equal(d[0].label, d[1].label, d[0].n_rows * sizeof *d[0].label);
+  assert_memory_equal(d[0].class_label, d[1].class_label,
+                      d[0].n_classes * sizeof *d[0].class_label);
+  for (int v = 0; v < 2; v++) strata_libsvm_close(&d[v]);
+  assert_live(fx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      T(test_good),          T(test_label_order),      T(test_given_features),
-      T(test_largest_index), T(test_label_map_shared), T(test_missing_file),
-      T(test_bad_inputs),    T(test_garbage_quoted),   T(test_alloc_failure),
-      T(test_dna),           T(test_satimage),         T(test_gzip_cut_or_trailerless),
+      T(test_good),
+      T(test_label_order),
+      T(test_given_features),
+      T(test_largest_index),
+      T(test_label_map_shared),
+      T(test_missing_file),
+      T(test_bad_inputs),
+      T(test_garbage_quoted),
+      T(test_alloc_failure),
+      T(test_dna),
+      T(test_satimage),
+      T(test_gzip_cut_or_trailerless),
       T(test_synth_too_large),
+      T(test_fast_lines_as_general),
   };
   return cmocka_run_group_tests_name("libsvm", tests, NULL, NULL);
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "strata/core.h"
@@ -762,18 +763,91 @@ static void test_gzip_cut_or_trailerless(void **state) {
   assert_gzip_damage_refused(fx, text, read_tsv, NULL);
 }
 
+/* Lines the scanner of plain lines takes ("user item rating" and a
+ * timestamp) and lines it leaves to the general reader (exponents, long
+ * mantissas, 19-digit ids, comments, stray CRs) read as the general reader
+ * alone reads them: every line again with a blank in front, which only it
+ * takes. */
+static void test_fast_lines_as_general(void **state) {
+  fixture *fx = *state;
+  static char text[2][1 << 20];
+  size_t n[2] = {0, 0};
+  const char *env = getenv("STRATA_TEST_SEED");
+  uint64_t seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
+  printf("seed %llu (STRATA_TEST_SEED=%llu reproduces)\n", (unsigned long long)seed,
+         (unsigned long long)seed);
+  strata_rng rng;
+  strata_rng_seed(&rng, seed);
+  for (int row = 0; row < 20000; row++) {
+    char line[256];
+    uint64_t kind = strata_rng_below(&rng, 30), u = strata_rng_below(&rng, 3000),
+             i = strata_rng_below(&rng, 500);
+    if (kind == 0) u += 1000000000000000000ull; /* 19 digits */
+    const char *sep = kind == 1 ? "\t" : kind == 2 ? "  " : " ";
+    char val[64];
+    if (kind == 3)
+      snprintf(val, sizeof val, "%de-1", (int)strata_rng_below(&rng, 50));
+    else if (kind == 4)
+      snprintf(val, sizeof val, "3.1234567890123456");
+    else
+      snprintf(val, sizeof val, "%.*f", (int)(kind % 4), strata_rng_uniform(&rng) * 5);
+    const char *tail = kind == 5   ? " 881250949\n"
+                       : kind == 6 ? "\r\n"
+                       : kind == 7 ? "\t\n"
+                       : kind == 8 ? " 88125\r\n"
+                                   : "\n";
+    if (kind == 9)
+      snprintf(line, sizeof line, "# a comment\n");
+    else
+      snprintf(line, sizeof line, "%llu%s%llu%s%s%s", (unsigned long long)u, sep,
+               (unsigned long long)i, sep, val, tail);
+    for (int v = 0; v < 2; v++)
+      n[v] += (size_t)snprintf(text[v] + n[v], sizeof text[v] - n[v], "%s%s", v ? " " : "", line);
+  }
+  strata_ratings rs[2];
+  for (int v = 0; v < 2; v++)
+    assert_int_equal(
+        strata_ratings_read(write_tmp_len(fx, text[v], n[v]), STRATA_FMT_AUTO, NULL, NULL, &rs[v]),
+        0);
+  assert_int_equal(rs[0].n, rs[1].n);
+  assert_memory_equal(rs[0].r, rs[1].r, rs[0].n * sizeof *rs[0].r);
+  assert_int_equal(rs[0].n_users, rs[1].n_users);
+  assert_int_equal(rs[0].n_items, rs[1].n_items);
+  for (uint32_t k = 0; k < rs[0].n_users; k++)
+    assert_true(strata_idmap_id(rs[0].users, k) == strata_idmap_id(rs[1].users, k));
+  for (uint32_t k = 0; k < rs[0].n_items; k++)
+    assert_true(strata_idmap_id(rs[0].items, k) == strata_idmap_id(rs[1].items, k));
+  for (int v = 0; v < 2; v++) strata_ratings_close(&rs[v]);
+  assert_live(fx);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      T(test_format_names),   T(test_push_close),     T(test_tsv_good),
-      T(test_dat_good),       T(test_csv_good),       T(test_csv_numeric_first_line),
-      T(test_libmf_good),     T(test_mm_good),        T(test_auto_detect),
-      T(test_test_file_maps), T(test_missing_file),   T(test_bad_inputs),
-      T(test_idmap_growth),   T(test_large_file),     T(test_alloc_failure),
-      T(test_split),          T(test_movielens_100k), T(test_movielens_latest_small),
-      T(test_duplicate),      T(test_largest_id),     T(test_garbage_quoted),
+      T(test_format_names),
+      T(test_push_close),
+      T(test_tsv_good),
+      T(test_dat_good),
+      T(test_csv_good),
+      T(test_csv_numeric_first_line),
+      T(test_libmf_good),
+      T(test_mm_good),
+      T(test_auto_detect),
+      T(test_test_file_maps),
+      T(test_missing_file),
+      T(test_bad_inputs),
+      T(test_idmap_growth),
+      T(test_large_file),
+      T(test_alloc_failure),
+      T(test_split),
+      T(test_movielens_100k),
+      T(test_movielens_latest_small),
+      T(test_duplicate),
+      T(test_largest_id),
+      T(test_garbage_quoted),
       T(test_gzip_cut_or_trailerless),
+      T(test_fast_lines_as_general),
   };
   return cmocka_run_group_tests_name("ratings", tests, NULL, NULL);
 }
