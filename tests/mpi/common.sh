@@ -100,7 +100,7 @@ expect_one_error() {
   awk '/^-+$/ && length($0) >= 20 { b = !b; next } !b && NF' "$1" >errors.txt
   local n line
   n=$(wc -l <errors.txt)
-  [ "$n" = 1 ] || fail "expected exactly one error line, got $n"
+  [ "$n" = 1 ] || { show_log "$1"; fail "expected exactly one error line, got $n"; }
   line=$(cat errors.txt)
   case $line in "$2"*) ;; *) fail "error line does not start with '$2': $line" ;; esac
   case $line in *"$3"*) ok "one error line, naming '$3'" ;;
