@@ -11,7 +11,9 @@ bash "$NETEM" check || exit 77
 before=$(ip netns list | grep -c '^strata-' || true)
 timeout "$RUN_LIMIT" bash "$NETEM" run 3 100mbit 3 sh -c 'echo "rank $OMPI_COMM_WORLD_RANK on $(hostname)"' \
   >hosts.log 2>&1
-expect_rc 0 $? "three ranks on three emulated hosts"
+rc=$?
+[ "$rc" = 0 ] || show_log hosts.log
+expect_rc 0 "$rc" "three ranks on three emulated hosts"
 for r in 0 1 2; do
   grep -qx "rank $r on h$r" hosts.log || { cat hosts.log; fail "rank $r is not on h$r"; }
 done
