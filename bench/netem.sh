@@ -129,8 +129,14 @@ run)
   done
   # --bind-to none: each "host" believes it has every core and would bind
   # its first rank to core 0, so the ranks of all hosts would share one.
+  # --stdin none: mpirun forwarding a stdin at end of file to a short job
+  # can die of SIGSEGV itself (docs/failure.md). orte_tmpdir_base: the
+  # session directories are named by hostname (/tmp/ompi.h1.0), and two
+  # emulated clusters at once have the same hostnames.
+  mkdir "$work/tmp"
   NETEM_ID=$id ip netns exec "strata-$id-h0" unshare --uts sh -c 'hostname h0 && exec "$@"' sh \
-    mpirun --hostfile "$work/hosts" --map-by node --bind-to none --oversubscribe \
+    mpirun --hostfile "$work/hosts" --map-by node --bind-to none --oversubscribe --stdin none \
+    --mca orte_tmpdir_base "$work/tmp" \
     --mca plm_rsh_agent "$here/netem_rsh.sh" --mca btl tcp,self \
     --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 \
     -x NETEM_ID -np "$np" "${mpi_opts[@]}" "$@"

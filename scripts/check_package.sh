@@ -49,7 +49,9 @@ for ex in $(cd "$STRATA_ROOT/examples" && ls -d */ | tr -d /); do
 done
 
 echo "== runs"
-mpirun_() { run mpirun --oversubscribe -np "$@"; }
+# --stdin none: mpirun forwarding a stdin at end of file to a short job can
+# die of SIGSEGV itself (docs/failure.md).
+mpirun_() { run mpirun --oversubscribe --stdin none -np "$@"; }
 cd "$work/latin"
 mpirun_ 3 build/latin -B 4 --passes 3 --model-out sums-p2 -q | tee p2.txt
 run ./latin-pc --mode serial -B 4 --passes 3 --model-out sums-serial -q >serial.txt

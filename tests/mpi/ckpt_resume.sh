@@ -28,7 +28,7 @@ start() { # start OUT ERR ARGS...: the run in the background
   if [ "$NP" = 0 ]; then
     "$STRATA" "$@" --mode serial >"$out" 2>"$err" &
   else
-    "$MPIEXEC" --oversubscribe "$MPIEXEC_NUMPROC_FLAG" "$NP" "$STRATA" "$@" >"$out" 2>"$err" &
+    "${MPIRUN[@]}" "$MPIEXEC_NUMPROC_FLAG" "$NP" "$STRATA" "$@" >"$out" 2>"$err" &
   fi
   JOB=$!
 }

@@ -36,7 +36,7 @@ run_case() {
   local cmd=("$STRATA_FAILAPP" "$app" -q --passes 3 "$@")
   local rc r got=""
   if [ "${STATUS:-0}" = 1 ]; then
-    timeout "$RUN_LIMIT" "$MPIEXEC" --oversubscribe --tag-output "$MPIEXEC_NUMPROC_FLAG" "$NP" \
+    timeout "$RUN_LIMIT" "${MPIRUN[@]}" --tag-output "$MPIEXEC_NUMPROC_FLAG" "$NP" \
       "${cmd[@]}" >out.txt 2>err.txt
     rc=$?
     cat out.txt err.txt >log.txt
@@ -45,7 +45,7 @@ run_case() {
     check_output log.txt "$line"
   fi
   rm -rf codes && mkdir codes
-  OMPI_MCA_orte_abort_on_non_zero_status=0 timeout "$RUN_LIMIT" "$MPIEXEC" --oversubscribe \
+  OMPI_MCA_orte_abort_on_non_zero_status=0 timeout "$RUN_LIMIT" "${MPIRUN[@]}" \
     --tag-output "$MPIEXEC_NUMPROC_FLAG" "$NP" \
     sh -c '"$@"; rc=$?; echo $rc >"codes/$OMPI_COMM_WORLD_RANK"; exit $rc' sh "${cmd[@]}" \
     >out.txt 2>err.txt

@@ -54,11 +54,11 @@ mkdir codes
 if [ "$TARGET" = serial ]; then
   "$STRATA" "${flags[@]}" >out.txt 2>err.txt &
 elif [ "$MODE" = plain ]; then
-  "$MPIEXEC" --oversubscribe "$MPIEXEC_NUMPROC_FLAG" $NP "$STRATA" "${flags[@]}" >out.txt 2>err.txt &
+  "${MPIRUN[@]}" "$MPIEXEC_NUMPROC_FLAG" $NP "$STRATA" "${flags[@]}" >out.txt 2>err.txt &
 else
   # The trap keeps each wrapper alive to write its rank's code when
   # mpirun signals the whole process group.
-  OMPI_MCA_orte_abort_on_non_zero_status=0 "$MPIEXEC" --oversubscribe "$MPIEXEC_NUMPROC_FLAG" $NP \
+  OMPI_MCA_orte_abort_on_non_zero_status=0 "${MPIRUN[@]}" "$MPIEXEC_NUMPROC_FLAG" $NP \
     sh -c 'trap : TERM INT; "$@"; rc=$?; echo $rc >"codes/$OMPI_COMM_WORLD_RANK"; exit $rc' sh \
     "$STRATA" "${flags[@]}" >out.txt 2>err.txt &
 fi

@@ -35,9 +35,9 @@ esac
 echo "case $CASE, mode $MODE: ${flags[*]}"
 mkdir codes
 if [ $PLAIN = 1 ]; then
-  "$MPIEXEC" --oversubscribe "$MPIEXEC_NUMPROC_FLAG" $NP "$exe" "${flags[@]}" >out.txt 2>err.txt &
+  "${MPIRUN[@]}" "$MPIEXEC_NUMPROC_FLAG" $NP "$exe" "${flags[@]}" >out.txt 2>err.txt &
 else
-  OMPI_MCA_orte_abort_on_non_zero_status=0 "$MPIEXEC" --oversubscribe "$MPIEXEC_NUMPROC_FLAG" $NP \
+  OMPI_MCA_orte_abort_on_non_zero_status=0 "${MPIRUN[@]}" "$MPIEXEC_NUMPROC_FLAG" $NP \
     sh -c '"$@"; rc=$?; echo $rc >"codes/$OMPI_COMM_WORLD_RANK"; exit $rc' sh \
     "$exe" "${flags[@]}" >out.txt 2>err.txt &
 fi
