@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "strata/core.h"
+#include "core/output.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -159,17 +160,36 @@ int strata_write_atomic_in(const char *dir, const char *name, strata_fill_fn fil
   return strata_write_atomic(path, fill, ud);
 }
 
+/* Written in place: renaming a temporary file over such a path would
+ * replace the node itself (as root, even /dev/null) instead of writing to
+ * it. */
+int strata__path_is_special(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
+/* Fills f (opened for name) and closes it: 0, or the first failure. */
+static int fill_and_close(FILE *f, const char *name, strata_fill_fn fill, void *ud) {
+  int rc = fill(f, ud);
+  if (rc == 0 && ferror(f)) rc = strata_err_set(STRATA_EIO, "%s: write failed", name);
+  if (fclose(f) != 0 && rc == 0)
+    rc = strata_err_set(STRATA_EIO, "%s: write failed: %s", name, strerror(errno));
+  return rc;
+}
+
 int strata_write_atomic(const char *path, strata_fill_fn fill, void *ud) {
+  if (strata__path_is_special(path)) {
+    FILE *f = fopen(path, "w");
+    if (!f) return strata_err_set(STRATA_EIO, "%s: cannot write: %s", path, strerror(errno));
+    return fill_and_close(f, path, fill, ud);
+  }
   char tmp[4096];
   int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
   if (n < 0 || (size_t)n >= sizeof tmp)
     return strata_err_set(STRATA_EINVAL, "%s: path too long", path);
   FILE *f = fopen(tmp, "w");
   if (!f) return strata_err_set(STRATA_EIO, "%s: cannot write: %s", path, strerror(errno));
-  int rc = fill(f, ud);
-  if (rc == 0 && ferror(f)) rc = strata_err_set(STRATA_EIO, "%s: write failed", path);
-  if (fclose(f) != 0 && rc == 0)
-    rc = strata_err_set(STRATA_EIO, "%s: write failed: %s", path, strerror(errno));
+  int rc = fill_and_close(f, path, fill, ud);
   if (rc == 0 && rename(tmp, path) != 0)
     rc = strata_err_set(STRATA_EIO, "%s: cannot rename into place: %s", path, strerror(errno));
   if (rc != 0) unlink(tmp);
@@ -180,6 +200,13 @@ int strata_check_writable(const char *path) {
   struct stat st;
   if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
     return strata_err_set(STRATA_EIO, "%s: is a directory", path);
+  /* Written in place, and not opened here: opening and closing a FIFO
+   * would end its reader's input before the run writes. */
+  if (strata__path_is_special(path)) {
+    if (access(path, W_OK) != 0)
+      return strata_err_set(STRATA_EIO, "%s: cannot write there: %s", path, strerror(errno));
+    return 0;
+  }
   /* access() says yes to root everywhere, so probe by creating a file where
    * the real one will go (and remove it at once). */
   char probe[4096];

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <string.h>
 
+#include "core/output.h"
 #include "strata/core.h"
 #include "strata/round.h"
 
@@ -32,9 +33,14 @@ static strata__round_slot *slot_of(strata__rounds *R, int64_t t) {
 int strata__rounds_trace_open(strata__rounds *R, const char *path) {
   if (!path) return 0;
   snprintf(R->trace_path, sizeof R->trace_path, "%s", path);
-  snprintf(R->trace_tmp, sizeof R->trace_tmp, "%s.tmp.%d", path, (int)getpid());
-  if (!(R->trace = fopen(R->trace_tmp, "w")))
-    return strata_err_set(STRATA_EIO, "%s: cannot write: %s", R->trace_tmp, strerror(errno));
+  /* /dev/null, a FIFO: written in place (an empty trace_tmp says so). */
+  if (strata__path_is_special(path))
+    R->trace_tmp[0] = 0;
+  else
+    snprintf(R->trace_tmp, sizeof R->trace_tmp, "%s.tmp.%d", path, (int)getpid());
+  const char *open_path = R->trace_tmp[0] ? R->trace_tmp : path;
+  if (!(R->trace = fopen(open_path, "w")))
+    return strata_err_set(STRATA_EIO, "%s: cannot write: %s", open_path, strerror(errno));
   return 0;
 }
 
@@ -42,7 +48,7 @@ void strata__rounds_trace_close(strata__rounds *R, int ok) {
   if (!R->trace) return;
   ok = fclose(R->trace) == 0 && ok;
   R->trace = NULL;
-  if (!ok || rename(R->trace_tmp, R->trace_path) != 0) remove(R->trace_tmp);
+  if (R->trace_tmp[0] && (!ok || rename(R->trace_tmp, R->trace_path) != 0)) remove(R->trace_tmp);
 }
 
 int strata__rounds_open(strata__rounds *R, int start_pass) {

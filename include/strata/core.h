@@ -159,7 +159,9 @@ STRATA_EXPORT void strata_log(strata_log_level level, const char *fmt, ...) STRA
  * content goes to "<path>.tmp.<pid>", which is renamed over path only on
  * success. `fill` writes through the FILE* and returns 0 or a STRATA_E* code;
  * on any failure the temporary file is removed and the code returned, with a
- * message naming path.
+ * message naming path. An existing path that is neither a regular file nor
+ * a directory (/dev/null, /dev/stdout, a FIFO) is written in place instead,
+ * never replaced.
  */
 typedef int (*strata_fill_fn)(FILE *f, void *ud);
 STRATA_EXPORT int strata_write_atomic(const char *path, strata_fill_fn fill, void *ud);
@@ -170,7 +172,8 @@ STRATA_EXPORT int strata_write_atomic_in(const char *dir, const char *name, stra
 
 /* Checks that a file could be created at path (its directory exists and is
  * writable, and path is not a directory) without creating it, so runs fail
- * before doing the work. */
+ * before doing the work; for /dev/null, a FIFO and the like, that it may be
+ * written (without opening it). */
 STRATA_EXPORT int strata_check_writable(const char *path);
 
 /* ---- quoting input in messages --------------------------------------- */

@@ -60,6 +60,23 @@ assert [l["round"] for l in lines] == sorted(l["round"] for l in lines)
 PY
 ok "--tol stops after $passes passes with stop_reason tolerance; --round-trace has every round"
 
+# An output path that is no regular file is written in place: renaming a
+# file over /dev/null would replace the device (the suite runs as root).
+mkfifo trace.fifo
+cat trace.fifo >fifo.jsonl &
+reader=$!
+mpi 3 "$GCD" -B 6 --rows 600 --cols 24 -q --passes 500 --tol 1e-4 --round-trace trace.fifo \
+  --metrics-out /dev/null >special.log 2>&1
+rc=$?
+[ "$rc" = 0 ] || { kill "$reader" 2>/dev/null; show_log special.log; }
+expect_rc 0 "$rc" "gcd with --round-trace FIFO --metrics-out /dev/null"
+wait_limited "$reader" 10 >/dev/null || fail "the FIFO's reader got no end of file"
+[ -c /dev/null ] || fail "--metrics-out /dev/null replaced the device: $(ls -l /dev/null)"
+[ -p trace.fifo ] || fail "--round-trace replaced the FIFO"
+[ "$(wc -l <fifo.jsonl)" = "$(wc -l <trace.jsonl)" ] ||
+  fail "--round-trace through a FIFO: $(wc -l <fifo.jsonl) lines, a file got $(wc -l <trace.jsonl)"
+ok "/dev/null stays the device and a FIFO gets the trace ($(wc -l <fifo.jsonl) rounds)"
+
 gcd ck 2 --passes 8 --checkpoint ckpt --checkpoint-every 4
 gcd resumed 2 --passes 16 --resume ckpt
 gcd straight 0 --passes 16

@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <fcntl.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -528,6 +529,38 @@ static void test_write_atomic_failed_fill_leaves_nothing(void **state) {
   remove_tree(dir);
 }
 
+/* /dev/null and a FIFO are written in place: renaming a file over them
+ * would replace the node (as root, /dev/null itself). */
+static void test_write_atomic_special(void **state) {
+  (void)state;
+  struct stat sb;
+  assert_int_equal(stat("/dev/null", &sb), 0);
+  assert_true(S_ISCHR(sb.st_mode));
+  assert_int_equal(strata_check_writable("/dev/null"), 0);
+  assert_int_equal(strata_write_atomic("/dev/null", fill_text, (void *)"x"), 0);
+  assert_int_equal(strata_write_atomic("/dev/null", fill_fail, NULL), STRATA_EPARSE);
+  assert_int_equal(stat("/dev/null", &sb), 0);
+  assert_true(S_ISCHR(sb.st_mode));
+
+  char dir[64], fifo[128], buf[64];
+  make_tmpdir(dir, sizeof dir);
+  snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  assert_int_equal(strata_check_writable(fifo), 0); /* no reader yet */
+  int rd = open(fifo, O_RDONLY | O_NONBLOCK);
+  assert_true(rd >= 0);
+  assert_int_equal(strata_write_atomic(fifo, fill_text, (void *)"through\n"), 0);
+  ssize_t n = read(rd, buf, sizeof buf - 1);
+  assert_int_equal(n, 8);
+  buf[n] = 0;
+  assert_string_equal(buf, "through\n");
+  close(rd);
+  assert_int_equal(stat(fifo, &sb), 0);
+  assert_true(S_ISFIFO(sb.st_mode));
+  assert_int_equal(count_entries(dir), 1);
+  remove_tree(dir);
+}
+
 static void test_write_atomic_unwritable_dir(void **state) {
   (void)state;
   char dir[64], path[160];
@@ -870,6 +903,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_write_atomic_success, setup, teardown),
       cmocka_unit_test_setup_teardown(test_write_atomic_failed_fill_leaves_nothing, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(test_write_atomic_special, setup, teardown),
       cmocka_unit_test_setup_teardown(test_write_atomic_unwritable_dir, setup, teardown),
       cmocka_unit_test_setup_teardown(test_check_writable, setup, teardown),
       cmocka_unit_test_setup_teardown(test_quote_escapes, setup, teardown),
