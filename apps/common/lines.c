@@ -138,6 +138,11 @@ static int read_failed(strata_lines *rd) {
  * skipped, and the data cut after the '\n' that ends the line holding byte
  * stop - 1, after which nothing more is read. */
 static void clip_range(strata_lines *rd) {
+  if (rd->stop <= rd->start) { /* an empty range: no byte, so no line, is in it */
+    rd->end = rd->beg;
+    rd->eof = 1;
+    return;
+  }
   if (rd->skip) {
     char *nl = memchr(rd->buf + rd->beg, '\n', rd->end - rd->beg);
     rd->beg = nl ? (size_t)(nl + 1 - rd->buf) : rd->end;
@@ -145,7 +150,7 @@ static void clip_range(strata_lines *rd) {
     rd->skip = 0;
   }
   if (rd->stop == NO_STOP) return;
-  uint64_t last = rd->stop ? rd->stop - 1 : 0; /* the owned line holding it ends the range */
+  uint64_t last = rd->stop - 1; /* the owned line holding it ends the range */
   if (rd->off0 + rd->beg > last) {
     rd->end = rd->beg;
     rd->eof = 1;

@@ -145,6 +145,43 @@ static void test_blocks_and_lines(void **state) {
   assert_live(fx);
 }
 
+/* The lines of range [start, stop) of path, joined by '|'. */
+static void range_lines(const char *path, uint64_t start, uint64_t stop, char *out) {
+  strata_lines rd;
+  assert_int_equal(strata_lines_open_range(&rd, path, start, stop), 0);
+  const char *s;
+  size_t n;
+  out[0] = 0;
+  while (strata_lines_next(&rd, &s, &n) == 1) {
+    if (out[0]) strcat(out, "|");
+    strncat(out, s, n);
+  }
+  strata_lines_close(&rd);
+}
+
+/* An empty range holds no line, wherever it is: [0, 0) too (it once
+ * returned the first line, so a cut at 0 read that line twice). */
+static void test_ranges_edges(void **state) {
+  fixture *fx = *state;
+  const char *path = write_tmp(fx, "ab\ncd\n");
+  char got[64];
+  for (uint64_t at = 0; at <= 7; at++) {
+    range_lines(path, at, at, got);
+    assert_string_equal(got, "");
+  }
+  range_lines(path, 5, 2, got);
+  assert_string_equal(got, "");
+  range_lines(path, 0, 1, got);
+  assert_string_equal(got, "ab");
+  range_lines(path, 1, 3, got); /* "ab" starts before 1; "cd" at 3 */
+  assert_string_equal(got, "");
+  range_lines(path, 1, 4, got);
+  assert_string_equal(got, "cd");
+  range_lines(path, 0, UINT64_MAX, got);
+  assert_string_equal(got, "ab|cd");
+  assert_live(fx);
+}
+
 /* Ranges cut anywhere (in a line, at its '\n', just after it, past the end,
  * empty) tile the file: their lines, in order, are the file's. */
 static void test_ranges_tile(void **state) {
@@ -289,9 +326,7 @@ int main(void) {
   printf("seed %llu (STRATA_TEST_SEED=%llu reproduces)\n", (unsigned long long)g_seed,
          (unsigned long long)g_seed);
   const struct CMUnitTest tests[] = {
-      T(test_blocks_and_lines),
-      T(test_ranges_tile),
-      T(test_gzip),
+      T(test_blocks_and_lines), T(test_ranges_edges), T(test_ranges_tile), T(test_gzip),
       T(test_plain_decimal),
   };
   return cmocka_run_group_tests_name("lines", tests, NULL, NULL);
