@@ -433,11 +433,28 @@ static void test_interleave_is_a_permutation_of_runs(void **state) {
       assert_true(in[k].i == out[j].i && in[k].r == out[j].r);
       next[u] = k + 1;
     }
-    /* With two users or more, the first neighbours differ in user, and
-     * most neighbours do (four runs: all but a run's tail). */
+    /* Exactly the header's order: four runs cut at the first user boundary
+     * at or after each quarter, taken in turn. (A chunk whose user at the
+     * quarter runs to its end is one run: a user of 10 ratings among 12.) */
+    size_t end[4], lo = 0, runs = 0;
+    for (int q = 0; q < 4; q++) {
+      size_t x = q == 3 ? n : n * (size_t)(q + 1) / 4;
+      if (x < lo) x = lo;
+      while (x > lo && x < n && in[x].u == in[x - 1].u) x++;
+      end[q] = lo = x;
+    }
+    for (size_t j = 0, pos[4] = {0, end[0], end[1], end[2]}; j < n;)
+      for (int q = 0; q < 4; q++)
+        if (pos[q] < end[q]) {
+          assert_true(out[j].u == in[pos[q]].u && out[j].i == in[pos[q]].i);
+          j++, pos[q]++;
+        }
+    for (int q = 0; q < 4; q++) runs += end[q] > (q ? end[q - 1] : 0);
+    /* With two runs or more, the first neighbours differ in user; with
+     * many users, most neighbours do (all but a run's tail). */
     size_t apart = 0;
     for (size_t j = 0; j + 1 < n; j++) apart += out[j].u != out[j + 1].u;
-    if (nu >= 2 && n >= 2) assert_true(out[0].u != out[1].u);
+    if (runs >= 2) assert_true(out[0].u != out[1].u);
     if (nu >= 50) assert_true(apart * 10 >= (n - 1) * 8);
     /* n = 0 and n = 1 */
     strata_mf_interleave(in, 0, out);
@@ -492,12 +509,17 @@ static void check_groups(sgd_fn sgd, int f) {
       for (uint32_t i = 0; i < NI; i++) strata_mf_init_row(H + i * stride, k, st.stride, 0.5, 3, 1, i);
       memcpy(W2, W, NU * stride * sizeof(float));
       memcpy(H2, H, NI * stride * sizeof(float));
-      size_t n = make_chunk(&rng, NU, NI, in, CAP);
-      strata_mf_interleave(in, n, e);
-      /* Both full groups and shorter ones are what this tests. */
-      size_t quads = 0, cut = 0;
-      for (size_t j = 0; j + 3 < n; j++) quads += disjoint_run(e + j, 4);
-      for (size_t j = 0; j + 1 < n; j++) cut += !disjoint_run(e + j, 2);
+      /* Both full groups and shorter ones are what this tests: a chunk
+       * without neighbours that share a row, or with few full groups, is drawn
+       * again. */
+      size_t n, quads, cut, draws = 0;
+      do {
+        n = make_chunk(&rng, NU, NI, in, CAP);
+        strata_mf_interleave(in, n, e);
+        quads = cut = 0;
+        for (size_t j = 0; j + 3 < n; j++) quads += disjoint_run(e + j, 4);
+        for (size_t j = 0; j + 1 < n; j++) cut += !disjoint_run(e + j, 2);
+      } while ((quads * 3 < n || cut == 0) && ++draws < 100);
       assert_true(quads * 3 >= n);
       assert_true(cut > 0);
       for (int rep = 0; rep < 3; rep++) {

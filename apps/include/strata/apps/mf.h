@@ -96,8 +96,10 @@ STRATA_EXPORT double strata_mf_sgd(const strata_mf_step *st, const strata_mf_ent
  * chunk with each user's entries together (mf.c sorts them by user, or by
  * user in reversed pieces); out (n entries, not overlapping in) receives
  * four runs, cut at the user boundaries at or after each quarter, taken in
- * turn (a run that ends drops out). Neighbours then belong to different users,
- * and mostly to different items, which lets the kernel overlap them.
+ * turn (a run that ends drops out). Neighbours then belong to different users
+ * while two runs remain, and mostly to different items, which lets the
+ * kernel overlap them. (A chunk whose user at a quarter holds the rest of
+ * it has fewer runs: a user of 10 ratings among 12 makes one.)
  * Deterministic: the order depends on in alone.
  */
 STRATA_EXPORT void strata_mf_interleave(const strata_mf_entry *in, size_t n, strata_mf_entry *out);
