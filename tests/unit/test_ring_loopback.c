@@ -258,7 +258,7 @@ static void test_ring_one_worker(void **state) {
 }
 
 int main(void) {
-  alarm(WATCHDOG_S);
+  alarm(WATCHDOG_S * STRATA_TEST_TIME_SCALE);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ring_order),
       cmocka_unit_test(test_ring_one_worker),

@@ -1285,7 +1285,7 @@ static void test_checker_catches_broken_runs(void **state) {
 }
 
 int main(void) {
-  alarm(WATCHDOG_S);
+  alarm(WATCHDOG_S * STRATA_TEST_TIME_SCALE);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_sfb_log, setup, teardown),
       cmocka_unit_test_setup_teardown(test_sfb_replicas, setup, teardown),

@@ -527,7 +527,7 @@ static void check_window_stats(const scen *sc, const worker *ws) {
 
 static uint64_t sub_seed(int k) { return g_seed + (uint64_t)k; }
 
-static void start(void) { alarm(WATCHDOG_S); }
+static void start(void) { alarm(WATCHDOG_S * STRATA_TEST_TIME_SCALE); }
 static void stop(void) { alarm(0); }
 
 /* ---- tests ------------------------------------------------------------ */

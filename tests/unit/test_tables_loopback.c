@@ -267,7 +267,7 @@ static void test_table_modes(void **state) {
 }
 
 int main(void) {
-  alarm(WATCHDOG_S);
+  alarm(WATCHDOG_S * STRATA_TEST_TIME_SCALE);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_table_modes),
   };

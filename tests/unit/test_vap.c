@@ -231,7 +231,7 @@ static void run(scen *sc, worker *ws, int enforce) {
  * back along the way. */
 static void test_reads_within_bound(void **state) {
   (void)state;
-  alarm(WATCHDOG_S);
+  alarm(WATCHDOG_S * STRATA_TEST_TIME_SCALE);
   const double bounds[] = {0.5, 2.0};
   for (int k = 0; k < 4; k++) {
     scen sc = {.P = 2 + k % 2,
@@ -265,32 +265,41 @@ static void test_reads_within_bound(void **state) {
   alarm(0);
 }
 
-/* The check is not vacuous: without the enforcement, reads miss more. */
+/* The check is not vacuous: without the enforcement, reads miss more.
+ * Whether a read finds updates in transit depends on how the threads
+ * interleave: on a loaded machine one thread may run its whole share alone
+ * (1 run in about 50 under nice 19 beside two CI runs found nothing). So
+ * the scenario runs again, with the next seed, until a run finds both. */
 static void test_enforcement_off_is_caught(void **state) {
   (void)state;
-  alarm(WATCHDOG_S);
-  scen sc = {.P = 3,
-             .C = 4,
-             .steps = 30,
-             .N = 4,
-             .bound = 0.5,
-             .max_amount = 0.75,
-             .max_delay = 2,
-             .reorder = 1,
-             .seed = g_seed + 100};
-  worker ws[MAXP];
-  run(&sc, ws, 0);
   long violations = 0;
   double inflight = 0;
-  for (int i = 0; i < sc.P; i++) {
-    violations += ws[i].violations;
-    if (rule_stat(&ws[i].st, 1) > inflight) inflight = rule_stat(&ws[i].st, 1);
+  int tries = 0;
+  while (tries < 20 && !(violations > 0 && inflight > 0.5)) {
+    alarm(WATCHDOG_S * STRATA_TEST_TIME_SCALE);
+    scen sc = {.P = 3,
+               .C = 4,
+               .steps = 30,
+               .N = 4,
+               .bound = 0.5,
+               .max_amount = 0.75,
+               .max_delay = 2,
+               .reorder = 1,
+               .seed = g_seed + 100 + (uint64_t)tries++};
+    worker ws[MAXP];
+    run(&sc, ws, 0);
+    violations = 0;
+    inflight = 0;
+    for (int i = 0; i < sc.P; i++) {
+      violations += ws[i].violations;
+      if (rule_stat(&ws[i].st, 1) > inflight) inflight = rule_stat(&ws[i].st, 1);
+    }
+    alarm(0);
   }
-  print_message("enforcement off: %ld reads beyond the bound; in transit up to %g\n", violations,
-                inflight);
+  print_message("enforcement off: %ld reads beyond the bound 0.5; in transit up to %g (run %d)\n",
+                violations, inflight, tries);
   assert_true(violations > 0);
-  assert_true(inflight > sc.bound);
-  alarm(0);
+  assert_true(inflight > 0.5);
 }
 
 /* The state floats after value_len ride unbounded: with values that fit
@@ -299,7 +308,7 @@ static void test_enforcement_off_is_caught(void **state) {
  * within the bound and every total comes out exact. */
 static void test_state_rides_unbounded(void **state) {
   (void)state;
-  alarm(WATCHDOG_S);
+  alarm(WATCHDOG_S * STRATA_TEST_TIME_SCALE);
   for (int k = 0; k < 2; k++) {
     scen sc = {.P = 2 + k,
                .C = 4,
