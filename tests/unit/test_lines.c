@@ -159,8 +159,8 @@ static void range_lines(const char *path, uint64_t start, uint64_t stop, char *o
   strata_lines_close(&rd);
 }
 
-/* An empty range holds no line, wherever it is: [0, 0) too (it once
- * returned the first line, so a cut at 0 read that line twice). */
+/* An empty range holds no line, wherever it is: [0, 0) too, or a cut at 0
+ * would read the first line twice. Cuts inside a line and at its end. */
 static void test_ranges_edges(void **state) {
   fixture *fx = *state;
   const char *path = write_tmp(fx, "ab\ncd\n");

@@ -267,9 +267,9 @@ static void test_reads_within_bound(void **state) {
 
 /* The check is not vacuous: without the enforcement, reads miss more.
  * Whether a read finds updates in transit depends on how the threads
- * interleave: on a loaded machine one thread may run its whole share alone
- * (1 run in about 50 under nice 19 beside two CI runs found nothing). So
- * the scenario runs again, with the next seed, until a run finds both. */
+ * interleave: on a loaded machine one thread may run its whole share alone,
+ * and then nothing is in transit. So the scenario runs again, with the next
+ * seed, until a run finds both. */
 static void test_enforcement_off_is_caught(void **state) {
   (void)state;
   long violations = 0;
